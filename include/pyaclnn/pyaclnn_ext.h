@@ -1,0 +1,34 @@
+/*
+ * pyaclnn's own extension API (not part of CANN): runtime introspection
+ * and CPU tuning knobs.
+ */
+#ifndef PYACLNN_PYACLNN_EXT_H_
+#define PYACLNN_PYACLNN_EXT_H_
+
+#include "acl/acl_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* JSON text describing the runtime: ISA tier, thread count, version.
+ * The string is owned by the library. */
+ACL_FUNC_VISIBILITY const char *pyaclnnGetRuntimeInfo(void);
+
+/* Cap the SIMD tier used by kernels: "scalar" | "avx2" | "avx512".
+ * NULL resets to the best tier detected on this CPU. Can only lower the
+ * tier below what the CPU supports, never raise it. */
+ACL_FUNC_VISIBILITY aclError pyaclnnSetMaxIsa(const char *tier);
+
+/* Number of worker threads for kernels; 0 selects the default. */
+ACL_FUNC_VISIBILITY aclError pyaclnnSetNumThreads(int32_t n);
+ACL_FUNC_VISIBILITY int32_t pyaclnnGetNumThreads(void);
+
+/* ISA tier currently in use ("scalar", "avx2" or "avx512"). */
+ACL_FUNC_VISIBILITY const char *pyaclnnGetIsa(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYACLNN_PYACLNN_EXT_H_ */
