@@ -1,0 +1,318 @@
+"""Float64 numpy references for testing pyaclnn ops.
+
+These functions define the intended mathematics of each op in float64 (no
+emulation of device precision).  Inputs of any dtype (including
+ml_dtypes.bfloat16) are converted with ``np.asarray(x).astype(np.float64)``.
+Also holds the rounding helpers ``round_to`` and ``ulp`` used by the tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "scaled_masked_softmax_backward",
+    "nsa_selected_attention_forward",
+    "nsa_selected_attention_grad",
+    "round_to",
+    "ulp",
+]
+
+
+def _f64(x):
+    return np.asarray(x).astype(np.float64)
+
+
+# ---------------------------------------------------------------------------
+# aclnnScaledMaskedSoftmaxBackward
+# ---------------------------------------------------------------------------
+
+def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mask=False):
+    """out = scale*(g*y - sum(g*y)*y) per row; exactly 0 where mask is True.
+
+    The row sum covers every column, masked or not.  ``scale`` is rounded to
+    fp32 first (the op stores it as float).  mask [B|1, N|1, S1, S2].
+    """
+    if fix_triu_mask:
+        raise ValueError("fix_triu_mask=True is not supported (only False)")
+    g = _f64(grad_output)
+    yy = _f64(y)
+    m = np.asarray(mask).astype(bool)
+    if g.ndim != 4 or g.shape != yy.shape:
+        raise ValueError(f"grad_output/y must be 4-D with equal shapes, got {g.shape}, {yy.shape}")
+    if m.ndim != 4 or m.shape[2:] != g.shape[2:] or any(
+            md not in (1, gd) for md, gd in zip(m.shape[:2], g.shape[:2])):
+        raise ValueError(f"mask shape {m.shape} not broadcastable as [B|1,N|1,S1,S2] to {g.shape}")
+    sc = float(np.float32(scale))
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = g * yy
+        s = p.sum(axis=-1, keepdims=True)
+        out = sc * (p - s * yy)
+    return np.where(m, 0.0, out)
+
+
+# ---------------------------------------------------------------------------
+# NSA selected attention (layout TND)
+# ---------------------------------------------------------------------------
+
+def _cumlens(seq, total, name):
+    if seq is None:
+        return np.array([total], dtype=np.int64)
+    c = np.asarray(seq, dtype=np.int64).reshape(-1)
+    if c.size == 0 or np.any(c < 0) or np.any(np.diff(c) < 0) or c[-1] != total:
+        raise ValueError(f"{name} must be non-decreasing cumulative lengths ending at {total}, got {list(c)}")
+    return c
+
+
+def _nsa_index(T1, T2, N2, topk, block, count, actual_seq_qlen, actual_seq_kvlen, sparse_mode):
+    """Return (J [T1,N2,L] global key rows, vis [T1,N2,L] bool)."""
+    if sparse_mode not in (0, 2):
+        raise ValueError(f"sparse_mode must be 0 or 2, got {sparse_mode}")
+    if block < 1 or count < 1:
+        raise ValueError("selected_block_size and selected_block_count must be >= 1")
+    cq = _cumlens(actual_seq_qlen, T1, "actual_seq_qlen")
+    ckv = _cumlens(actual_seq_kvlen, T2, "actual_seq_kvlen")
+    if cq.size != ckv.size:
+        raise ValueError("actual_seq_qlen and actual_seq_kvlen must have equal length")
+    tk = np.asarray(topk)
+    if tk.shape != (T1, N2, count):
+        raise ValueError(f"topk_indices shape {tk.shape} != {(T1, N2, count)}")
+    tk = tk.astype(np.int64)
+    qstart = np.concatenate([[0], cq[:-1]])
+    kvstart = np.concatenate([[0], ckv[:-1]])
+    b = np.searchsorted(cq, np.arange(T1), side="right")
+    s = np.arange(T1) - qstart[b]                      # batch-local query position
+    kv0 = kvstart[b]
+    kvlen = (ckv - kvstart)[b]
+    loc = (tk[..., None] * block + np.arange(block)).reshape(T1, N2, count * block)
+    if np.any(loc < 0) or np.any(loc >= kvlen[:, None, None]):
+        raise ValueError("topk_indices selects keys outside the token's own batch")
+    J = loc + kv0[:, None, None]
+    if sparse_mode == 2:
+        vis = loc <= s[:, None, None]
+    else:
+        vis = np.ones(loc.shape, dtype=bool)
+    return J, vis
+
+
+def _block_groups(starts, N2, max_rows):
+    """Group the (token, i) pairs of starts [n, N2, C] by (block start row, kv head).
+
+    Yields (r0, n2, t, i): every pair in t/i (local token index, slot) selected
+    rows r0..r0+B-1 of kv head n2.  Within a group t is non-decreasing.  Large
+    groups are split into pieces of at most max_rows pairs.
+    """
+    key = (starts * N2 + np.arange(N2)[None, :, None]).ravel()
+    if key.size == 0:
+        return
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    t_all, _, i_all = np.unravel_index(order, starts.shape)
+    cut = np.flatnonzero(np.diff(sk)) + 1
+    for a, b in zip(np.r_[0, cut], np.r_[cut, sk.size]):
+        r0, n2 = divmod(int(sk[a]), N2)
+        for c in range(a, b, max_rows):
+            e = min(b, c + max_rows)
+            yield r0, n2, t_all[c:e], i_all[c:e]
+
+
+def _add_rows(dst, t, n2, val):
+    """dst[t, n2] += val, correct when t repeats (same block chosen twice by a token)."""
+    if t.size > 1 and np.any(t[1:] == t[:-1]):
+        np.add.at(dst, (t, n2), val)
+    else:
+        dst[t, n2] += val
+
+
+def _nsa_shapes(q, k, v):
+    if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+        raise ValueError("query/key/value must be 3-D (TND)")
+    T1, N1, D = q.shape
+    T2, N2, Dk = k.shape
+    if Dk != D or v.shape[:2] != (T2, N2) or N2 < 1 or N1 % N2:
+        raise ValueError(f"incompatible shapes q{q.shape} k{k.shape} v{v.shape}")
+    return T1, N1, D, T2, N2, v.shape[2]
+
+
+# The computation is organised per selected KV block rather than per token: the
+# pairs (token, slot) that chose the same block are gathered (queries are small,
+# G x D per pair) and multiplied against the block's B keys in one matmul.  This
+# avoids materialising the gathered K/V (L x D per token).
+
+def nsa_selected_attention_forward(query, key, value, topk_indices, *, scale_value,
+                                   selected_block_size, selected_block_count,
+                                   actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0):
+    """Selected-block attention forward (TND).
+
+    Returns (attention_out [T1,N1,Dv], softmax_max [T1,N1,8], softmax_sum [T1,N1,8]).
+    Stats are over the visible selected keys (duplicates counted twice).
+    A row with no visible key (sparse_mode 2 only) gives out=0, max=0, sum=0.
+    """
+    q, k, v = _f64(query), _f64(key), _f64(value)
+    T1, N1, D, T2, N2, Dv = _nsa_shapes(q, k, v)
+    G = N1 // N2
+    B, C = int(selected_block_size), int(selected_block_count)
+    L = B * C
+    scale = float(scale_value)
+    J, vis = _nsa_index(T1, T2, N2, topk_indices, B, C, actual_seq_qlen, actual_seq_kvlen, sparse_mode)
+    q4 = q.reshape(T1, N2, G, D)
+    out = np.zeros((T1, N2, G, Dv))
+    mx = np.zeros((T1, N2, G))
+    sm = np.zeros((T1, N2, G))
+    step = max(1, (1 << 22) // (N1 * L))              # tokens per chunk (bounds S storage)
+    max_rows = max(1, 8192 // G)
+    for t0 in range(0, T1, step):
+        t1 = min(T1, t0 + step)
+        n = t1 - t0
+        groups = list(_block_groups(J[t0:t1, :, ::B], N2, max_rows))
+        S = np.zeros((n, N2, G, C, B))
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            for r0, n2, t, i in groups:
+                qg = q4[t0 + t, n2].reshape(-1, D)
+                S[t, n2, :, i, :] = (qg @ k[r0:r0 + B, n2].T).reshape(t.size, G, B)
+            S = scale * S.reshape(n, N2, G, L)
+            vc = np.broadcast_to(vis[t0:t1, :, None, :], S.shape)
+            Sm = np.where(vc, S, -np.inf)
+            any_vis = vc.any(axis=-1)
+            m = np.where(any_vis, Sm.max(axis=-1), 0.0)
+            e = np.where(vc, np.exp(Sm - m[..., None]), 0.0)
+            l = e.sum(axis=-1)
+            P = (e / np.where(l == 0, 1.0, l)[..., None]).reshape(n, N2, G, C, B)
+            oc = out[t0:t1]
+            for r0, n2, t, i in groups:
+                pg = P[t, n2, :, i, :].reshape(-1, B)
+                _add_rows(oc, t, n2, (pg @ v[r0:r0 + B, n2]).reshape(t.size, G, Dv))
+        mx[t0:t1] = m
+        sm[t0:t1] = l
+    rep = lambda a: np.ascontiguousarray(np.broadcast_to(a.reshape(T1, N1, 1), (T1, N1, 8)))
+    return out.reshape(T1, N1, Dv), rep(mx), rep(sm)
+
+
+def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_grad,
+                                softmax_max, softmax_sum, topk_indices, *, scale_value,
+                                selected_block_size, selected_block_count, head_num,
+                                actual_seq_qlen=None, actual_seq_kvlen=None, atten_mask=None,
+                                input_layout="TND", sparse_mode=0, out_dtype=None):
+    """Selected-block attention backward (TND), float64 (dq, dk, dv).
+
+    P = exp(S - softmax_max[...,0]) / softmax_sum[...,0] (not renormalised; 0 when
+    masked or when the sum is 0); Dsum = sum(dO*attention_out); dS = P*(dP - Dsum);
+    dq = scale*dS K, dk = scale*dS^T q, dv = P^T dO.  atten_mask values and
+    out_dtype are ignored.
+    """
+    del atten_mask, out_dtype
+    if input_layout != "TND":
+        raise ValueError(f"input_layout must be 'TND', got {input_layout!r}")
+    q, k, v = _f64(query), _f64(key), _f64(value)
+    o, do = _f64(attention_out), _f64(attention_out_grad)
+    T1, N1, D, T2, N2, Dv = _nsa_shapes(q, k, v)
+    if int(head_num) != N1:
+        raise ValueError(f"head_num {head_num} != query heads {N1}")
+    if o.shape != (T1, N1, Dv) or do.shape != (T1, N1, Dv):
+        raise ValueError("attention_out/attention_out_grad must be [T1,N1,Dv]")
+    smax, ssum = _f64(softmax_max), _f64(softmax_sum)
+    for a in (smax, ssum):
+        if a.ndim != 3 or a.shape[:2] != (T1, N1) or a.shape[2] < 1:
+            raise ValueError("softmax_max/softmax_sum must be [T1,N1,8]")
+    G = N1 // N2
+    B, C = int(selected_block_size), int(selected_block_count)
+    scale = float(scale_value)
+    J, vis = _nsa_index(T1, T2, N2, topk_indices, B, C, actual_seq_qlen, actual_seq_kvlen, sparse_mode)
+    vis4 = vis.reshape(T1, N2, C, B)
+    q4 = q.reshape(T1, N2, G, D)
+    do4 = do.reshape(T1, N2, G, Dv)
+    m3 = smax[..., 0].reshape(T1, N2, G)
+    l3 = ssum[..., 0].reshape(T1, N2, G)
+    dq = np.zeros((T1, N2, G, D))
+    dk = np.zeros((T2, N2, D))
+    dv = np.zeros((T2, N2, Dv))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        dsum = (do * o).sum(axis=-1).reshape(T1, N2, G)
+        for r0, n2, t, i in _block_groups(J[:, :, ::B], N2, max(1, 8192 // G)):
+            p = t.size
+            Kb, Vb = k[r0:r0 + B, n2], v[r0:r0 + B, n2]
+            qg = q4[t, n2].reshape(-1, D)                   # [p*G, D]
+            dog = do4[t, n2].reshape(-1, Dv)                # [p*G, Dv]
+            vg = vis4[t, n2, i][:, None, :]                 # [p, 1, B]
+            mg, lg = m3[t, n2][..., None], l3[t, n2][..., None]
+            S = scale * (qg @ Kb.T).reshape(p, G, B)
+            P = np.where(vg & (lg != 0), np.exp(np.where(vg, S - mg, -np.inf)) / lg, 0.0)
+            dP = (dog @ Vb.T).reshape(p, G, B)
+            dS = np.where(vg, P * (dP - dsum[t, n2][..., None]), 0.0).reshape(-1, B)
+            P = P.reshape(-1, B)
+            _add_rows(dq, t, n2, (dS @ Kb).reshape(p, G, D))
+            dk[r0:r0 + B, n2] += dS.T @ qg
+            dv[r0:r0 + B, n2] += P.T @ dog
+        dq *= scale
+        dk *= scale
+    return dq.reshape(T1, N1, D), dk, dv
+
+
+# ---------------------------------------------------------------------------
+# Rounding helpers
+# ---------------------------------------------------------------------------
+
+# name -> (explicit mantissa bits, min normal exponent, max finite value)
+_FMT = {
+    "float32": (23, -126, float(np.finfo(np.float32).max)),
+    "float16": (10, -14, 65504.0),
+    "bfloat16": (7, -126, float.fromhex("0x1.fep127")),
+}
+
+
+def _fmt_name(dtype):
+    name = dtype.lower() if isinstance(dtype, str) else np.dtype(dtype).name
+    name = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32",
+            "float": "float32"}.get(name, name)
+    if name not in _FMT:
+        raise ValueError(f"unsupported dtype {dtype!r}")
+    return name
+
+
+def _round_exact(x, name):
+    """Round float64 values to the format's grid (RNE, one step); returns float64."""
+    mant, emin, fmax = _FMT[name]
+    x = _f64(x)
+    ax = np.abs(x)
+    fin = np.isfinite(ax)
+    a = np.where(fin, ax, 0.0)
+    _, e = np.frexp(a)                                  # a = f*2**e, f in [0.5, 1)
+    q = np.ldexp(1.0, np.where(a == 0, emin, np.maximum(e - 1, emin)) - mant)  # spacing at a
+    r = np.rint(a / q) * q                              # exact scaling; rint is half-to-even
+    r = np.where(r > fmax, np.inf, r)
+    r = np.where(fin, r, ax)
+    return np.copysign(r, x)
+
+
+def round_to(x, dtype):
+    """Correctly rounded (RNE, directly from float64) conversion to float32/float16/bfloat16.
+
+    Overflow gives +-inf, NaN stays NaN, subnormals handled.  For float32/float16 the
+    result equals numpy's astype from float64 (checked in the tests).
+    """
+    name = _fmt_name(dtype)
+    r = _round_exact(x, name)
+    if name == "bfloat16":
+        import ml_dtypes
+        # r is exactly representable in float32 and bfloat16: both casts are exact.
+        bits = (r.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        nan = np.isnan(r)
+        bits = np.where(nan, (bits | 0x0040).astype(np.uint16), bits)  # keep NaN quiet
+        return bits.view(ml_dtypes.bfloat16)
+    with np.errstate(over="ignore"):
+        return r.astype(np.float32 if name == "float32" else np.float16)
+
+
+def ulp(x, dtype):
+    """Spacing of the dtype's grid at |x|: 2**(E - mant) for |x| in [2**E, 2**(E+1)).
+
+    Zero/subnormal range gives the smallest subnormal spacing; inf -> inf, NaN -> NaN.
+    Returns float64.
+    """
+    mant, emin, _ = _FMT[_fmt_name(dtype)]
+    ax = np.abs(_f64(x))
+    fin = np.isfinite(ax)
+    a = np.where(fin, ax, 0.0)
+    _, e = np.frexp(a)
+    u = np.ldexp(1.0, np.where(a == 0, emin, np.maximum(e - 1, emin)) - mant)
+    return np.where(fin, u, ax)
