@@ -1,0 +1,43 @@
+/* pyaclnn's own API (include/pyaclnn/pyaclnn_ext.h): runtime description,
+ * ISA cap and kernel thread count. */
+#include <stdio.h>
+
+#include "common/pa_common.h"
+#include "cpu/pa_cpu.h"
+#include "pyaclnn/pyaclnn_ext.h"
+#include "runtime/pa_threadpool.h"
+
+#define PA_VERSION_STRING "0.1.0"
+
+PA_API const char *pyaclnnGetRuntimeInfo(void) {
+    /* Rebuilt on every call; valid until the next call on the same thread. */
+    static _Thread_local char buf[256];
+    snprintf(buf, sizeof buf,
+             "{\"isa\":\"%s\",\"detected_isa\":\"%s\",\"avx512bf16\":%s,\"num_threads\":%d,\"version\":\"%s\"}",
+             pa_isa_name(pa_cpu_isa()), pa_isa_name(pa_cpu_detected_isa()),
+             pa_cpu_has_avx512bf16() ? "true" : "false", pa_num_threads(), PA_VERSION_STRING);
+    return buf;
+}
+
+/* NULL undoes earlier calls: back to the PYACLNN_MAX_ISA cap if that is set,
+ * else the best tier this CPU supports. */
+PA_API aclError pyaclnnSetMaxIsa(const char *tier) {
+    if (tier != NULL && !pa_isa_parse(tier, NULL)) {
+        return pa_fail(ACL_ERROR_INVALID_PARAM,
+                       "pyaclnnSetMaxIsa: tier must be \"scalar\", \"avx2\", \"avx512\" or NULL, got \"%s\"", tier);
+    }
+    pa_cpu_set_cap(tier); /* a tier above the CPU's is clamped (with a warning) */
+    return ACL_SUCCESS;
+}
+
+PA_API aclError pyaclnnSetNumThreads(int32_t n) {
+    if (n < 0) {
+        return pa_fail(ACL_ERROR_INVALID_PARAM, "pyaclnnSetNumThreads: n must be >= 0 (0 = default), got %d", (int)n);
+    }
+    pa_set_num_threads(n);
+    return ACL_SUCCESS;
+}
+
+PA_API int32_t pyaclnnGetNumThreads(void) { return pa_num_threads(); }
+
+PA_API const char *pyaclnnGetIsa(void) { return pa_isa_name(pa_cpu_isa()); }

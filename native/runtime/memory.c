@@ -1,0 +1,312 @@
+/* "Device" and pinned-host memory: host allocations tracked in two pointer
+ * tables, so aclrtFree / aclrtFreeHost can reject unknown pointers and double
+ * frees with a message instead of corrupting the heap. Copies and fills are
+ * plain memmove / memset; the async variants run them on a stream. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/pa_runtime_internal.h"
+
+/* ---------------------------------------------------------------------------
+ * Pointer table: open addressing, linear probing, tombstones.
+ * ------------------------------------------------------------------------- */
+
+#define SLOT_EMPTY ((uintptr_t)0)
+#define SLOT_TOMB ((uintptr_t)1)
+
+typedef struct {
+    uintptr_t key;
+    size_t size;
+} ptr_slot;
+
+typedef struct {
+    pthread_mutex_t mu;
+    ptr_slot *slots;
+    size_t cap;   /* power of two (0 before first use) */
+    size_t live;  /* keys present */
+    size_t tombs; /* tombstones */
+} ptr_table;
+
+static ptr_table g_dev_table = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+static ptr_table g_host_table = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+
+static size_t slot_hash(uintptr_t key, size_t cap) {
+    uint64_t h = (uint64_t)key >> 4;
+    h *= 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    return (size_t)h & (cap - 1);
+}
+
+/* Caller holds t->mu. Rebuilds the table with `ncap` slots. */
+static bool table_rehash(ptr_table *t, size_t ncap) {
+    ptr_slot *ns = calloc(ncap, sizeof *ns);
+    if (ns == NULL) return false;
+    for (size_t i = 0; i < t->cap; i++) {
+        uintptr_t k = t->slots[i].key;
+        if (k == SLOT_EMPTY || k == SLOT_TOMB) continue;
+        size_t j = slot_hash(k, ncap);
+        while (ns[j].key != SLOT_EMPTY) j = (j + 1) & (ncap - 1);
+        ns[j] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = ns;
+    t->cap = ncap;
+    t->tombs = 0;
+    return true;
+}
+
+static bool table_insert(ptr_table *t, void *p, size_t size) {
+    uintptr_t key = (uintptr_t)p;
+    bool ok = true;
+    pthread_mutex_lock(&t->mu);
+    if ((t->live + t->tombs + 1) * 2 > t->cap) {
+        size_t ncap = t->cap ? t->cap : 1024;
+        while ((t->live + 1) * 4 > ncap) ncap *= 2; /* load <= 1/4 right after a rebuild */
+        ok = table_rehash(t, ncap);
+    }
+    if (ok) {
+        size_t j = slot_hash(key, t->cap);
+        while (t->slots[j].key != SLOT_EMPTY && t->slots[j].key != SLOT_TOMB) j = (j + 1) & (t->cap - 1);
+        if (t->slots[j].key == SLOT_TOMB) t->tombs--;
+        t->slots[j].key = key;
+        t->slots[j].size = size;
+        t->live++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return ok;
+}
+
+/* Removes p; returns false if it is not in the table. */
+static bool table_remove(ptr_table *t, const void *p) {
+    uintptr_t key = (uintptr_t)p;
+    bool found = false;
+    pthread_mutex_lock(&t->mu);
+    if (t->cap != 0 && key != SLOT_EMPTY && key != SLOT_TOMB) {
+        size_t j = slot_hash(key, t->cap);
+        while (t->slots[j].key != SLOT_EMPTY) {
+            if (t->slots[j].key == key) {
+                t->slots[j].key = SLOT_TOMB;
+                t->slots[j].size = 0;
+                t->live--;
+                t->tombs++;
+                found = true;
+                break;
+            }
+            j = (j + 1) & (t->cap - 1);
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    return found;
+}
+
+/* ---------------------------------------------------------------------------
+ * Allocation
+ * ------------------------------------------------------------------------- */
+
+static pthread_once_t g_poison_once = PTHREAD_ONCE_INIT;
+static bool g_poison;
+
+static void poison_init(void) {
+    const char *s = getenv("PYACLNN_POISON_ALLOC");
+    g_poison = s != NULL && strcmp(s, "1") == 0;
+}
+
+/* align32_only: aclrtMallocAlign32 rounds to 32 without the extra 32 bytes. */
+static aclError dev_alloc(const char *api, void **devPtr, size_t size, bool align32_only) {
+    if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: devPtr must not be NULL", api);
+    if (size == 0) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: size must be > 0, got 0", api);
+    aclError rc = pa_rt_require_device(api);
+    if (rc != ACL_SUCCESS) return rc;
+    size_t extra = align32_only ? 0 : 32;
+    if (size > SIZE_MAX - 31 - extra - 64) {
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
+    }
+    size_t bytes = ((size + 31) & ~(size_t)31) + extra;
+    void *p = pa_alloc_aligned(bytes);
+    if (p == NULL) {
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of memory allocating %zu bytes", api, bytes);
+    }
+    pthread_once(&g_poison_once, poison_init);
+    if (g_poison) memset(p, 0xFF, bytes);
+    if (!table_insert(&g_dev_table, p, bytes)) {
+        pa_free_aligned(p);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the allocation table", api);
+    }
+    *devPtr = p;
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+    PA_UNUSED(policy); /* page size / bandwidth hints mean nothing on the host */
+    return dev_alloc("aclrtMalloc", devPtr, size, false);
+}
+
+PA_API aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+    PA_UNUSED(policy);
+    return dev_alloc("aclrtMallocAlign32", devPtr, size, true);
+}
+
+PA_API aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+    PA_UNUSED(policy);
+    return dev_alloc("aclrtMallocCached", devPtr, size, false);
+}
+
+/* Freeing does not require a set device: a live allocation can always be
+ * returned (device memory survives aclrtResetDevice in the emulation). */
+PA_API aclError aclrtFree(void *devPtr) {
+    if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be NULL");
+    if (!table_remove(&g_dev_table, devPtr)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtFree: pointer %p is not a live device allocation (double free?)", devPtr);
+    }
+    pa_free_aligned(devPtr);
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
+    if (hostPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: hostPtr must not be NULL");
+    if (size == 0) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: size must be > 0, got 0");
+    aclError rc = pa_rt_require_device("aclrtMallocHost");
+    if (rc != ACL_SUCCESS) return rc;
+    void *p = pa_alloc_aligned(size);
+    if (p == NULL) {
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMallocHost: out of memory allocating %zu bytes",
+                          size);
+    }
+    if (!table_insert(&g_host_table, p, size)) {
+        pa_free_aligned(p);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                          "aclrtMallocHost: out of host memory for the allocation table");
+    }
+    *hostPtr = p;
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtFreeHost(void *hostPtr) {
+    if (hostPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be NULL");
+    if (!table_remove(&g_host_table, hostPtr)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtFreeHost: pointer %p is not a live aclrtMallocHost allocation (double free?)",
+                          hostPtr);
+    }
+    pa_free_aligned(hostPtr);
+    return ACL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Copies and fills
+ * ------------------------------------------------------------------------- */
+
+static aclError check_kind(const char *api, aclrtMemcpyKind kind) {
+    if ((int)kind < (int)ACL_MEMCPY_HOST_TO_HOST || (int)kind > (int)ACL_MEMCPY_INTER_DEVICE_TO_DEVICE) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: kind must be an aclrtMemcpyKind (0..7), got %d", api,
+                          (int)kind);
+    }
+    return ACL_SUCCESS;
+}
+
+static aclError check_memcpy(const char *api, void *dst, size_t destMax, const void *src, size_t count,
+                             aclrtMemcpyKind kind) {
+    if (count > 0 && dst == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: dst must not be NULL", api);
+    if (count > 0 && src == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: src must not be NULL", api);
+    if (count > destMax) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: count (%zu) exceeds destMax (%zu)", api, count, destMax);
+    }
+    aclError rc = check_kind(api, kind);
+    if (rc != ACL_SUCCESS) return rc;
+    return pa_rt_require_device(api);
+}
+
+static aclError check_memset(const char *api, void *devPtr, size_t maxCount, size_t count) {
+    if (count > 0 && devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: devPtr must not be NULL", api);
+    if (count > maxCount) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: count (%zu) exceeds maxCount (%zu)", api, count, maxCount);
+    }
+    return pa_rt_require_device(api);
+}
+
+PA_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind) {
+    aclError rc = check_memcpy("aclrtMemcpy", dst, destMax, src, count, kind);
+    if (rc != ACL_SUCCESS || count == 0) return rc;
+    /* Synchronous and, as on hardware, not ordered after queued stream work. */
+    memmove(dst, src, count);
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                              aclrtMemcpyKind kind) {
+    const char *api = "aclrtMemcpy2d";
+    if (width > 0 && height > 0 && (dst == NULL || src == NULL)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: dst and src must not be NULL", api);
+    }
+    if (width > dpitch) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: width (%zu) exceeds dpitch (%zu)", api, width, dpitch);
+    }
+    if (width > spitch) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: width (%zu) exceeds spitch (%zu)", api, width, spitch);
+    }
+    aclError rc = check_kind(api, kind);
+    if (rc == ACL_SUCCESS) rc = pa_rt_require_device(api);
+    if (rc != ACL_SUCCESS || width == 0 || height == 0) return rc;
+    for (size_t r = 0; r < height; r++) {
+        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    }
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
+    aclError rc = check_memset("aclrtMemset", devPtr, maxCount, count);
+    if (rc != ACL_SUCCESS || count == 0) return rc;
+    memset(devPtr, (int)(value & 0xff), count);
+    return ACL_SUCCESS;
+}
+
+typedef struct {
+    void *dst;
+    const void *src; /* NULL for a fill */
+    size_t count;
+    int value;
+} mem_task;
+
+static int mem_task_run(void *arg) {
+    mem_task *t = arg;
+    if (t->src != NULL) memmove(t->dst, t->src, t->count);
+    else memset(t->dst, t->value, t->count);
+    return 0;
+}
+
+static aclError submit_mem_task(const char *api, aclrtStream stream, void *dst, const void *src, size_t count,
+                                int value) {
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, api, &s);
+    if (rc != ACL_SUCCESS) return rc;
+    if (count == 0) { /* nothing to do, but the stream handle was still checked */
+        pa_stream_release(s);
+        return ACL_SUCCESS;
+    }
+    mem_task *t = malloc(sizeof *t);
+    if (t == NULL) {
+        pa_stream_release(s);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    }
+    t->dst = dst;
+    t->src = src;
+    t->count = count;
+    t->value = value;
+    rc = pa_stream_enqueue(s, mem_task_run, free, t, api);
+    pa_stream_release(s);
+    return rc;
+}
+
+PA_API aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
+                                 aclrtStream stream) {
+    aclError rc = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, kind);
+    if (rc != ACL_SUCCESS) return rc;
+    return submit_mem_task("aclrtMemcpyAsync", stream, dst, src, count, 0);
+}
+
+PA_API aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream) {
+    aclError rc = check_memset("aclrtMemsetAsync", devPtr, maxCount, count);
+    if (rc != ACL_SUCCESS) return rc;
+    return submit_mem_task("aclrtMemsetAsync", stream, devPtr, NULL, count, (int)(value & 0xff));
+}

@@ -1,0 +1,67 @@
+/* Private glue between the runtime's translation units (init, device, memory,
+ * stream, event). Not used outside native/runtime/.
+ *
+ * Locking: one process-wide mutex (pa_rt_lock) guards the device state and the
+ * registries of live streams, events and contexts (including their reference
+ * counts). Each stream / event has its own mutex for its queue / state. Lock
+ * order is always pa_rt_lock -> object mutex, and nobody waits for work while
+ * holding pa_rt_lock (stream tasks may call back into the runtime). */
+#ifndef PA_RUNTIME_INTERNAL_H
+#define PA_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/pa_common.h"
+#include "runtime/pa_stream.h"
+
+/* pa_fail() that also remembers `code` as the calling thread's last runtime
+ * error (aclrtPeekAtLastError / aclrtGetLastError). */
+int pa_rt_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pa_rt_note_error(int code);
+
+/* ---- process-wide runtime lock ---- */
+void pa_rt_lock(void);
+void pa_rt_unlock(void);
+
+/* ---- device state (device.c) ---- */
+/* True while device 0 is set (aclrtSetDevice / aclrtCreateContext not yet undone). */
+bool pa_rt_device_active(void);
+/* ACL_SUCCESS, or ACL_ERROR_RT_CONTEXT_NULL with a message naming `api`. */
+aclError pa_rt_require_device(const char *api);
+/* Drains and destroys every stream and event, drops contexts (aclFinalize). */
+void pa_rt_device_teardown_all(void);
+
+/* ---- time helpers (init.c) ---- */
+uint64_t pa_rt_now_ns(void);  /* CLOCK_MONOTONIC */
+/* Initialises a condition variable that waits on CLOCK_MONOTONIC. */
+void pa_rt_cond_init(pthread_cond_t *cv);
+/* Absolute CLOCK_MONOTONIC deadline `ms` from now. */
+struct timespec pa_rt_deadline_ms(int32_t ms);
+/* Waits on cv; deadline NULL = forever. Returns 0, or ETIMEDOUT. */
+int pa_rt_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline);
+/* Validates a sync timeout: -1 forever, 0 poll, >0 ms. */
+bool pa_rt_timeout_ok(int32_t timeout);
+
+/* ---- streams (stream.c) ---- */
+typedef struct pa_stream pa_stream;
+/* Looks up a live stream (NULL = the default stream, created on demand) and
+ * takes a reference. On failure records a message naming `api`. */
+aclError pa_stream_acquire(aclrtStream handle, const char *api, pa_stream **out);
+void pa_stream_release(pa_stream *s);
+/* Queues fn on an acquired stream. */
+aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn, void *arg, const char *api);
+/* Drains and destroys all streams (device reset). Call without pa_rt_lock. */
+void pa_streams_teardown(void);
+/* Waits for all live streams; returns the first recorded task error. */
+aclError pa_streams_sync_all(int32_t timeout, const char *api);
+
+/* ---- events (event.c) ---- */
+void pa_events_teardown(void);
+
+/* ---- contexts (device.c) ---- */
+void pa_contexts_teardown(void);
+
+#endif

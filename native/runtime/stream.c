@@ -1,0 +1,541 @@
+/* Streams: each stream is a FIFO of tasks served by its own worker thread
+ * (started on the first submission). A launch returns at once; synchronising
+ * waits until the FIFO is empty and the worker idle, then reports the first
+ * error a task recorded since the previous synchronise (tasks after a failed
+ * one still run).
+ *
+ * Handles are checked against a registry of live streams, so a destroyed
+ * handle is reported instead of dereferenced. Streams are reference counted
+ * (the registry holds one reference; every API call in flight holds one), so a
+ * stream destroyed by one thread while another synchronises on it stays valid
+ * memory until the last user lets go, and the synchroniser simply sees an
+ * empty queue. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/pa_runtime_internal.h"
+
+#define PA_STREAM_MAGIC 0x5374726du /* "Strm" */
+#define PA_MSG_CAP 1024
+
+typedef struct pa_task {
+    pa_task_fn fn;
+    pa_task_free_fn free_fn;
+    void *arg;
+    struct pa_task *next;
+} pa_task;
+
+struct pa_stream {
+    uint32_t magic;
+    bool is_default;
+    int refs;               /* guarded by pa_rt_lock */
+    struct pa_stream *next; /* registry link, guarded by pa_rt_lock */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work; /* worker: a task arrived or stop requested */
+    pthread_cond_t cv_idle; /* synchronisers: queue drained and worker idle */
+    pa_task *head, *tail;
+    bool busy;    /* the worker is running a task */
+    bool closing; /* being destroyed: no more submissions */
+    bool stop;    /* the worker exits once the queue is empty */
+    bool started;
+    pthread_t thread;
+    int first_err;
+    char first_msg[PA_MSG_CAP];
+};
+
+/* Guarded by pa_rt_lock. */
+static pa_stream *g_streams;        /* all live streams, including the default one */
+static pa_stream *g_default_stream; /* the NULL stream */
+
+static pa_stream *stream_new(bool is_default) {
+    pa_stream *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    s->magic = PA_STREAM_MAGIC;
+    s->is_default = is_default;
+    s->refs = 1; /* the registry's reference */
+    pthread_mutex_init(&s->mu, NULL);
+    pa_rt_cond_init(&s->cv_work);
+    pa_rt_cond_init(&s->cv_idle);
+    return s;
+}
+
+static void stream_free(pa_stream *s) {
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv_work);
+    pthread_cond_destroy(&s->cv_idle);
+    s->magic = 0;
+    free(s);
+}
+
+/* Caller holds pa_rt_lock. */
+static pa_stream *registry_find(const void *handle) {
+    for (pa_stream *s = g_streams; s != NULL; s = s->next) {
+        if (s == handle) return s;
+    }
+    return NULL;
+}
+
+/* Caller holds pa_rt_lock. */
+static void registry_unlink(pa_stream *s) {
+    pa_stream **pp = &g_streams;
+    while (*pp != NULL && *pp != s) pp = &(*pp)->next;
+    if (*pp == s) *pp = s->next;
+    s->next = NULL;
+    if (g_default_stream == s) g_default_stream = NULL;
+}
+
+aclError pa_stream_acquire(aclrtStream handle, const char *api, pa_stream **out) {
+    if (handle == NULL) {
+        aclError rc = pa_rt_require_device(api);
+        if (rc != ACL_SUCCESS) return rc;
+        pa_rt_lock();
+        if (g_default_stream == NULL) {
+            pa_stream *s = stream_new(true);
+            if (s == NULL) {
+                pa_rt_unlock();
+                return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory creating the default stream",
+                                  api);
+            }
+            s->next = g_streams;
+            g_streams = s;
+            g_default_stream = s;
+        }
+        pa_stream *s = g_default_stream;
+        s->refs++;
+        pa_rt_unlock();
+        *out = s;
+        return ACL_SUCCESS;
+    }
+    pa_rt_lock();
+    pa_stream *s = registry_find(handle);
+    if (s != NULL) s->refs++;
+    pa_rt_unlock();
+    if (s == NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream %p is not a live stream (destroyed, or never created)",
+                          api, handle);
+    }
+    *out = s;
+    return ACL_SUCCESS;
+}
+
+void pa_stream_release(pa_stream *s) {
+    pa_rt_lock();
+    bool last = --s->refs == 0;
+    pa_rt_unlock();
+    if (last) stream_free(s);
+}
+
+static void *stream_worker(void *p) {
+    pa_stream *s = p;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->head == NULL && !s->stop) pthread_cond_wait(&s->cv_work, &s->mu);
+        pa_task *t = s->head;
+        if (t == NULL) break; /* stop requested and nothing left */
+        s->head = t->next;
+        if (s->head == NULL) s->tail = NULL;
+        s->busy = true;
+        pthread_mutex_unlock(&s->mu);
+
+        pa_set_errmsg_raw(NULL);
+        int rc = t->fn(t->arg);
+        if (t->free_fn != NULL) t->free_fn(t->arg);
+        free(t);
+
+        pthread_mutex_lock(&s->mu);
+        if (rc != 0 && s->first_err == 0) {
+            s->first_err = rc;
+            const char *m = pa_get_errmsg();
+            if (m != NULL && m[0] != '\0') {
+                snprintf(s->first_msg, sizeof s->first_msg, "%s", m);
+            } else {
+                snprintf(s->first_msg, sizeof s->first_msg, "a task on stream %p failed with error %d (no message)",
+                         (void *)s, rc);
+            }
+        }
+        s->busy = false;
+        if (s->head == NULL) pthread_cond_broadcast(&s->cv_idle);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static bool on_worker_thread(pa_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    bool self = s->started && pthread_equal(s->thread, pthread_self());
+    pthread_mutex_unlock(&s->mu);
+    return self;
+}
+
+aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn, void *arg, const char *api) {
+    pa_task *t = malloc(sizeof *t);
+    if (t == NULL) {
+        if (free_fn != NULL) free_fn(arg);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory queueing a task", api);
+    }
+    t->fn = fn;
+    t->free_fn = free_fn;
+    t->arg = arg;
+    t->next = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->mu);
+        free(t);
+        if (free_fn != NULL) free_fn(arg);
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream %p is being destroyed", api, (void *)s);
+    }
+    if (!s->started) {
+        int e = pthread_create(&s->thread, NULL, stream_worker, s);
+        if (e != 0) {
+            pthread_mutex_unlock(&s->mu);
+            free(t);
+            if (free_fn != NULL) free_fn(arg);
+            return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot start the stream worker thread (%s)",
+                              api, strerror(e));
+        }
+        s->started = true;
+    }
+    if (s->tail != NULL) s->tail->next = t;
+    else s->head = t;
+    s->tail = t;
+    pthread_cond_signal(&s->cv_work);
+    pthread_mutex_unlock(&s->mu);
+    return ACL_SUCCESS;
+}
+
+aclError pa_stream_submit(aclrtStream stream, pa_task_fn fn, pa_task_free_fn free_fn, void *arg) {
+    if (fn == NULL) {
+        if (free_fn != NULL) free_fn(arg);
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "pa_stream_submit: fn must not be NULL");
+    }
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, "stream launch", &s);
+    if (rc != ACL_SUCCESS) {
+        if (free_fn != NULL) free_fn(arg);
+        return rc;
+    }
+    rc = pa_stream_enqueue(s, fn, free_fn, arg, "stream launch");
+    pa_stream_release(s);
+    return rc;
+}
+
+/* Waits until s is idle or the deadline passes (NULL = forever). On success
+ * returns (and clears) the first task error, copying its message into the
+ * calling thread. */
+static aclError stream_sync(pa_stream *s, const struct timespec *deadline, int32_t timeout, const char *api) {
+    if (on_worker_thread(s)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "%s: a task running on stream %p cannot synchronise that same stream (deadlock)", api,
+                          (void *)s);
+    }
+    bool timed_out = false;
+    pthread_mutex_lock(&s->mu);
+    while (s->head != NULL || s->busy) {
+        if (pa_rt_cond_wait(&s->cv_idle, &s->mu, deadline) == ETIMEDOUT) {
+            timed_out = s->head != NULL || s->busy;
+            break;
+        }
+    }
+    if (timed_out) {
+        pthread_mutex_unlock(&s->mu);
+        return pa_rt_fail(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, "%s: stream %p still has work after %d ms", api,
+                          (void *)s, (int)timeout);
+    }
+    int err = s->first_err;
+    char msg[PA_MSG_CAP];
+    msg[0] = '\0';
+    if (err != 0) {
+        memcpy(msg, s->first_msg, sizeof msg);
+        s->first_err = 0;
+        s->first_msg[0] = '\0';
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (err != 0) {
+        pa_set_errmsg_raw(msg);
+        pa_rt_note_error(err);
+    }
+    return err;
+}
+
+/* Stops accepting work, waits for (or, if force, drops) the queued tasks,
+ * stops the worker and joins it. The stream is already out of the registry. */
+static void stream_shutdown(pa_stream *s, bool force) {
+    pa_task *dropped = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    if (force) {
+        dropped = s->head;
+        s->head = s->tail = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    /* Dropped tasks never run; their resources are released. */
+    while (dropped != NULL) {
+        pa_task *n = dropped->next;
+        if (dropped->free_fn != NULL) dropped->free_fn(dropped->arg);
+        free(dropped);
+        dropped = n;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (s->head != NULL || s->busy) pthread_cond_wait(&s->cv_idle, &s->mu);
+    s->stop = true;
+    pthread_cond_signal(&s->cv_work);
+    bool started = s->started;
+    pthread_t th = s->thread;
+    pthread_mutex_unlock(&s->mu);
+    if (started) pthread_join(th, NULL);
+    /* Wake anyone still synchronising (they see an empty queue). */
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->cv_idle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void pa_streams_teardown(void) {
+    pa_rt_lock();
+    pa_stream *list = g_streams;
+    g_streams = NULL;
+    g_default_stream = NULL;
+    pa_rt_unlock();
+    while (list != NULL) {
+        pa_stream *n = list->next;
+        list->next = NULL;
+        if (on_worker_thread(list)) {
+            /* Reset from inside a task of this very stream: cannot join ourselves.
+             * Let the worker finish on its own; the stream is leaked. */
+            pthread_mutex_lock(&list->mu);
+            list->closing = true;
+            list->stop = true;
+            pthread_mutex_unlock(&list->mu);
+            pthread_detach(pthread_self());
+        } else {
+            stream_shutdown(list, false);
+            pa_stream_release(list);
+        }
+        list = n;
+    }
+}
+
+aclError pa_streams_sync_all(int32_t timeout, const char *api) {
+    pa_rt_lock();
+    size_t n = 0;
+    for (pa_stream *s = g_streams; s != NULL; s = s->next) n++;
+    pa_stream **snap = n ? malloc(n * sizeof *snap) : NULL;
+    if (n != 0 && snap == NULL) {
+        pa_rt_unlock();
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    }
+    size_t i = 0;
+    for (pa_stream *s = g_streams; s != NULL; s = s->next) {
+        s->refs++;
+        snap[i++] = s;
+    }
+    pa_rt_unlock();
+
+    struct timespec dl;
+    if (timeout >= 0) dl = pa_rt_deadline_ms(timeout);
+    aclError first = ACL_SUCCESS;
+    char msg[PA_MSG_CAP];
+    msg[0] = '\0';
+    for (i = 0; i < n; i++) {
+        aclError rc = (first == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
+                          ? ACL_SUCCESS
+                          : stream_sync(snap[i], timeout >= 0 ? &dl : NULL, timeout, api);
+        if (rc != ACL_SUCCESS && first == ACL_SUCCESS) {
+            first = rc;
+            snprintf(msg, sizeof msg, "%s", pa_get_errmsg());
+        }
+        pa_stream_release(snap[i]);
+    }
+    free(snap);
+    if (first != ACL_SUCCESS) {
+        pa_set_errmsg_raw(msg);
+        pa_rt_note_error(first);
+    }
+    return first;
+}
+
+/* ---------------------------------------------------------------------------
+ * Public stream API
+ * ------------------------------------------------------------------------- */
+
+static aclError create_stream(const char *api, aclrtStream *stream) {
+    if (stream == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream must not be NULL", api);
+    aclError rc = pa_rt_require_device(api);
+    if (rc != ACL_SUCCESS) return rc;
+    pa_stream *s = stream_new(false);
+    if (s == NULL) return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    pa_rt_lock();
+    s->next = g_streams;
+    g_streams = s;
+    pa_rt_unlock();
+    *stream = s;
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtCreateStream(aclrtStream *stream) { return create_stream("aclrtCreateStream", stream); }
+
+/* priority and flag (fast launch / sync, ...) change nothing on the host. */
+PA_API aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag) {
+    PA_UNUSED(priority);
+    PA_UNUSED(flag);
+    return create_stream("aclrtCreateStreamWithConfig", stream);
+}
+
+static aclError destroy_stream(const char *api, aclrtStream stream, bool force) {
+    if (stream == NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream must not be NULL (the default stream is not destroyed)",
+                          api);
+    }
+    pa_rt_lock();
+    pa_stream *s = registry_find(stream);
+    if (s != NULL && s->is_default) s = NULL;
+    if (s != NULL) {
+        pthread_mutex_lock(&s->mu);
+        bool self = s->started && pthread_equal(s->thread, pthread_self());
+        pthread_mutex_unlock(&s->mu);
+        if (self) {
+            pa_rt_unlock();
+            return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: a task running on stream %p cannot destroy it", api,
+                              stream);
+        }
+        registry_unlink(s);
+    }
+    pa_rt_unlock();
+    if (s == NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream %p is not a live stream (destroyed already?)", api,
+                          stream);
+    }
+    stream_shutdown(s, force);
+    pa_stream_release(s);
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtDestroyStream(aclrtStream stream) { return destroy_stream("aclrtDestroyStream", stream, false); }
+
+PA_API aclError aclrtDestroyStreamForce(aclrtStream stream) {
+    return destroy_stream("aclrtDestroyStreamForce", stream, true);
+}
+
+PA_API aclError aclrtSynchronizeStream(aclrtStream stream) {
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, "aclrtSynchronizeStream", &s);
+    if (rc != ACL_SUCCESS) return rc;
+    rc = stream_sync(s, NULL, -1, "aclrtSynchronizeStream");
+    pa_stream_release(s);
+    return rc;
+}
+
+PA_API aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
+    const char *api = "aclrtSynchronizeStreamWithTimeout";
+    if (!pa_rt_timeout_ok(timeout)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: timeout must be -1 (forever) or >= 0 ms, got %d", api,
+                          (int)timeout);
+    }
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, api, &s);
+    if (rc != ACL_SUCCESS) return rc;
+    struct timespec dl;
+    if (timeout >= 0) dl = pa_rt_deadline_ms(timeout);
+    rc = stream_sync(s, timeout >= 0 ? &dl : NULL, timeout, api);
+    pa_stream_release(s);
+    return rc;
+}
+
+PA_API aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status) {
+    if (status == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamQuery: status must not be NULL");
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, "aclrtStreamQuery", &s);
+    if (rc != ACL_SUCCESS) return rc;
+    pthread_mutex_lock(&s->mu);
+    bool pending = s->head != NULL || s->busy;
+    pthread_mutex_unlock(&s->mu);
+    pa_stream_release(s);
+    *status = pending ? ACL_STREAM_STATUS_NOT_READY : ACL_STREAM_STATUS_COMPLETE;
+    return ACL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Host callbacks. In CANN, aclrtLaunchCallback's callback runs on a thread
+ * registered with aclrtSubscribeReport that polls aclrtProcessReport. Here
+ * every callback runs directly on the stream's worker thread, in stream order,
+ * so subscribing and processing reports have nothing to do.
+ * ------------------------------------------------------------------------- */
+
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+} host_call;
+
+static int host_call_run(void *p) {
+    host_call *h = p;
+    h->fn(h->arg);
+    return 0;
+}
+
+static aclError launch_host_call(const char *api, aclrtStream stream, void (*fn)(void *), void *arg) {
+    if (fn == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: fn must not be NULL", api);
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, api, &s);
+    if (rc != ACL_SUCCESS) return rc;
+    host_call *h = malloc(sizeof *h);
+    if (h == NULL) {
+        pa_stream_release(s);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    }
+    h->fn = fn;
+    h->arg = arg;
+    rc = pa_stream_enqueue(s, host_call_run, free, h, api);
+    pa_stream_release(s);
+    return rc;
+}
+
+PA_API aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType,
+                                    aclrtStream stream) {
+    if (blockType != ACL_CALLBACK_NO_BLOCK && blockType != ACL_CALLBACK_BLOCK) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtLaunchCallback: blockType must be ACL_CALLBACK_NO_BLOCK (0) or ACL_CALLBACK_BLOCK "
+                          "(1), got %d",
+                          (int)blockType);
+    }
+    /* Both block types behave alike: later tasks of the stream run after the callback. */
+    return launch_host_call("aclrtLaunchCallback", stream, fn, userData);
+}
+
+PA_API aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
+    return launch_host_call("aclrtLaunchHostFunc", stream, fn, args);
+}
+
+PA_API aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream) {
+    PA_UNUSED(threadId);
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, "aclrtSubscribeReport", &s);
+    if (rc != ACL_SUCCESS) return rc;
+    pa_stream_release(s);
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream) {
+    PA_UNUSED(threadId);
+    pa_stream *s = NULL;
+    aclError rc = pa_stream_acquire(stream, "aclrtUnSubscribeReport", &s);
+    if (rc != ACL_SUCCESS) return rc;
+    pa_stream_release(s);
+    return ACL_SUCCESS;
+}
+
+/* Callbacks never arrive here (they already ran on the stream worker). To keep
+ * a caller's polling loop from spinning, wait out the timeout (capped at
+ * 100 ms; -1 waits 100 ms), then report success. */
+PA_API aclError aclrtProcessReport(int32_t timeout) {
+    if (timeout < -1) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtProcessReport: timeout must be -1 or >= 0 ms, got %d",
+                          (int)timeout);
+    }
+    int32_t ms = (timeout < 0 || timeout > 100) ? 100 : timeout;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    return ACL_SUCCESS;
+}
