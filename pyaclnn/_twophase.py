@@ -1,0 +1,209 @@
+"""The aclnn two-phase operator functions, under their C names.
+
+Phase 1 (``aclnnXxxGetWorkspaceSize``) takes pyaclnn.Tensor objects (or raw
+``aclTensor *`` cdata, or None for NULL) and returns
+``(workspace_size, Executor)``. Phase 2 (``aclnnXxx``) takes the workspace
+(DeviceBuffer, int address or None), its size, the executor and a stream
+(pyaclnn.Stream or None for the default stream) and queues the work.
+A non-zero status raises AclError.
+
+As in CANN, an executor is consumed by its phase-2 call unless
+``set_repeatable()`` was called; a repeatable one lives until ``destroy()``.
+"""
+from ._errors import AclError, check
+from ._ffi import as_ptr, ffi, lib
+from . import runtime
+from .runtime import DeviceBuffer, _keep_until_sync, _stream_handle
+from .tensor import Tensor
+
+__all__ = [
+    "Executor",
+    "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", "aclnnScaledMaskedSoftmaxBackward",
+    "aclnnNsaSelectedAttentionGradGetWorkspaceSize", "aclnnNsaSelectedAttentionGrad",
+]
+
+
+class Executor:
+    """An ``aclOpExecutor *`` from a phase-1 call.
+
+    It keeps the Tensor objects it was planned with referenced, so their device
+    memory outlives every launch (the stream holds them until synchronized).
+    """
+
+    def __init__(self, handle, api, keep):
+        self._handle = handle
+        self.api = api                 # the phase-2 function it belongs to
+        self._keep = tuple(keep)
+        self._gen = runtime._current_generation()
+        self.repeatable = False
+        self.spent = False             # consumed by a launch (not repeatable)
+
+    @property
+    def handle(self):
+        """The ``aclOpExecutor *`` cdata."""
+        if self._handle is None:
+            raise ValueError("executor is destroyed")
+        return self._handle
+
+    def set_repeatable(self):
+        """aclSetAclOpExecutorRepeatable: survive launches until destroy()."""
+        check(lib.aclSetAclOpExecutorRepeatable(self._live_handle("aclSetAclOpExecutorRepeatable")),
+              "aclSetAclOpExecutorRepeatable")
+        self.repeatable = True
+        return self
+
+    def destroy(self):
+        """aclDestroyAclOpExecutor (no-op once consumed or destroyed)."""
+        handle, self._handle = self._handle, None
+        if handle is not None and not self.spent and runtime._alive(self._gen):
+            check(lib.aclDestroyAclOpExecutor(handle), "aclDestroyAclOpExecutor")
+        self._keep = ()
+
+    close = destroy
+
+    def _live_handle(self, api):
+        if self.spent or self._handle is None:
+            # Never hand a released executor to C: it would be a dangling pointer.
+            raise AclError(lib.ACLNN_ERR_PARAM_INVALID, api,
+                           "the executor was already %s; call set_repeatable() after "
+                           "GetWorkspaceSize to launch it more than once"
+                           % ("consumed by a launch" if self.spent else "destroyed"))
+        return self._handle
+
+    def _launched(self):
+        if not self.repeatable:
+            self.spent = True
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    def __del__(self):
+        # An executor that was never launched (or is repeatable) still owns C memory.
+        try:
+            if self._handle is not None and not self.spent and runtime._alive(self._gen):
+                lib.aclDestroyAclOpExecutor(self._handle)
+            self._handle = None
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = ("spent" if self.spent else "destroyed" if self._handle is None
+                 else "repeatable" if self.repeatable else "ready")
+        return "<pyaclnn.Executor for %s, %s>" % (self.api, state)
+
+
+def _tensor_arg(x, name):
+    if x is None:
+        return ffi.NULL
+    if isinstance(x, Tensor):
+        return x.handle
+    if isinstance(x, ffi.CData):
+        return x
+    raise TypeError("%s: expected a pyaclnn.Tensor, an aclTensor* cdata or None, got %r"
+                    % (name, type(x).__name__))
+
+
+def _int_array(values, name):
+    """aclIntArray* for a sequence of ints (NULL for None); caller destroys it."""
+    if values is None:
+        return ffi.NULL
+    values = [int(v) for v in values]
+    arr = lib.aclCreateIntArray(ffi.new("int64_t[]", values or [0]), len(values))
+    if arr == ffi.NULL:
+        raise AclError(lib.ACLNN_ERR_INNER_NULLPTR, "aclCreateIntArray", "%s: allocation failed" % name)
+    return arr
+
+
+def _phase1(api, launch_api, fn, args, keep):
+    size = ffi.new("uint64_t *")
+    executor = ffi.new("aclOpExecutor **")
+    check(fn(*args, size, executor), api)
+    return int(size[0]), Executor(executor[0], launch_api, keep)
+
+
+def _phase2(api, fn, workspace, workspace_size, executor, stream):
+    if isinstance(executor, Executor):
+        if executor.api != api:
+            raise AclError(lib.ACLNN_ERR_PARAM_INVALID, api,
+                           "the executor was planned for %s" % executor.api)
+        handle = executor._live_handle(api)
+    elif isinstance(executor, ffi.CData) or executor is None:
+        handle = ffi.NULL if executor is None else executor
+    else:
+        raise TypeError("executor must be a pyaclnn Executor, an aclOpExecutor* cdata or None")
+    check(fn(as_ptr(workspace), int(workspace_size), handle, _stream_handle(stream)), api)
+    if isinstance(executor, Executor):
+        # A failed launch (e.g. a workspace that is too small) leaves the executor
+        # usable; a successful one consumes it unless it is repeatable.
+        executor._launched()
+    keep = list(executor._keep) if isinstance(executor, Executor) else []
+    if isinstance(workspace, DeviceBuffer):
+        keep.append(workspace)
+    _keep_until_sync(stream, keep)
+
+
+# ---------------------------------------------------------------- ScaledMaskedSoftmaxBackward
+
+def aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad, y, mask, scale, fix_triu_mask, out):
+    """Phase 1 of aclnnScaledMaskedSoftmaxBackward -> (workspace_size, Executor)."""
+    args = (_tensor_arg(grad, "gradOutput"), _tensor_arg(y, "y"), _tensor_arg(mask, "mask"),
+            float(scale), bool(fix_triu_mask), _tensor_arg(out, "out"))
+    return _phase1("aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize",
+                   "aclnnScaledMaskedSoftmaxBackward",
+                   lib.aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize, args,
+                   (grad, y, mask, out))
+
+
+def aclnnScaledMaskedSoftmaxBackward(workspace, workspace_size, executor, stream=None):
+    """Phase 2 of aclnnScaledMaskedSoftmaxBackward: queue the work on `stream`."""
+    _phase2("aclnnScaledMaskedSoftmaxBackward", lib.aclnnScaledMaskedSoftmaxBackward,
+            workspace, workspace_size, executor, stream)
+
+
+# ---------------------------------------------------------------- NsaSelectedAttentionGrad
+
+def aclnnNsaSelectedAttentionGradGetWorkspaceSize(
+        query, key, value, attention_out, attention_out_grad, softmax_max, softmax_sum,
+        topk_indices, actual_seq_qlen, actual_seq_kvlen, atten_mask, scale_value,
+        selected_block_size, selected_block_count, head_num, input_layout, sparse_mode,
+        dq, dk, dv):
+    """Phase 1 of aclnnNsaSelectedAttentionGrad -> (workspace_size, Executor).
+
+    actual_seq_qlen / actual_seq_kvlen: sequences of ints (cumulative lengths)
+    or None; they become aclIntArrays that live only for this call (the
+    operator copies what it needs). input_layout: a str such as "TND".
+    """
+    layout = ffi.new("char[]", input_layout.encode() if isinstance(input_layout, str)
+                     else bytes(input_layout))
+    qlen = _int_array(actual_seq_qlen, "actual_seq_qlen")
+    try:
+        kvlen = _int_array(actual_seq_kvlen, "actual_seq_kvlen")
+        try:
+            args = (_tensor_arg(query, "query"), _tensor_arg(key, "key"),
+                    _tensor_arg(value, "value"), _tensor_arg(attention_out, "attentionOut"),
+                    _tensor_arg(attention_out_grad, "attentionOutGrad"),
+                    _tensor_arg(softmax_max, "softmaxMax"), _tensor_arg(softmax_sum, "softmaxSum"),
+                    _tensor_arg(topk_indices, "topkIndices"), qlen, kvlen,
+                    _tensor_arg(atten_mask, "attenMaskOptional"), float(scale_value),
+                    int(selected_block_size), int(selected_block_count), int(head_num), layout,
+                    int(sparse_mode), _tensor_arg(dq, "dqOut"), _tensor_arg(dk, "dkOut"),
+                    _tensor_arg(dv, "dvOut"))
+            return _phase1("aclnnNsaSelectedAttentionGradGetWorkspaceSize",
+                           "aclnnNsaSelectedAttentionGrad",
+                           lib.aclnnNsaSelectedAttentionGradGetWorkspaceSize, args,
+                           (query, key, value, attention_out, attention_out_grad, softmax_max,
+                            softmax_sum, topk_indices, atten_mask, dq, dk, dv))
+        finally:
+            lib.aclDestroyIntArray(kvlen)
+    finally:
+        lib.aclDestroyIntArray(qlen)
+
+
+def aclnnNsaSelectedAttentionGrad(workspace, workspace_size, executor, stream=None):
+    """Phase 2 of aclnnNsaSelectedAttentionGrad: queue the work on `stream`."""
+    _phase2("aclnnNsaSelectedAttentionGrad", lib.aclnnNsaSelectedAttentionGrad,
+            workspace, workspace_size, executor, stream)
