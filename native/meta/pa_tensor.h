@@ -6,6 +6,13 @@
 
 #define PA_MAX_DIMS 8
 #define PA_TENSOR_MAGIC 0x54656e73u /* "Tens" */
+/* Magic values of the other handle types (set at creation, cleared on destroy). */
+#define PA_SCALAR_MAGIC 0x5363616cu      /* "Scal" */
+#define PA_INT_ARRAY_MAGIC 0x49417272u   /* "IArr" */
+#define PA_FLOAT_ARRAY_MAGIC 0x46417272u /* "FArr" */
+#define PA_BOOL_ARRAY_MAGIC 0x42417272u  /* "BArr" */
+#define PA_TENSOR_LIST_MAGIC 0x544c7374u /* "TLst" */
+#define PA_SCALAR_LIST_MAGIC 0x534c7374u /* "SLst" */
 
 struct aclTensor {
     uint32_t magic;
@@ -20,6 +27,8 @@ struct aclTensor {
     void *data;                   /* storage base address */
 };
 
+/* aclScalar keeps the value by kind: float dtypes (FLOAT, FLOAT16, BF16, DOUBLE) in v.f,
+ * signed integers in v.i, unsigned in v.u, BOOL in v.b, complex types as raw bytes. */
 struct aclScalar { uint32_t magic; aclDataType dtype; union { double f; int64_t i; uint64_t u; bool b; uint8_t raw[16]; } v; };
 struct aclIntArray { uint32_t magic; uint64_t size; int64_t *values; };
 struct aclFloatArray { uint32_t magic; uint64_t size; float *values; };
