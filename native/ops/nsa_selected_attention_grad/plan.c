@@ -1,0 +1,195 @@
+/* aclnnNsaSelectedAttentionGradGetWorkspaceSize: validate, then build the plan
+ * blob (struct + cumulative length arrays) and the executor. The workspace
+ * formula is documented in README.md and implemented by nsa_sag_layout. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "aclnnop/aclnn_nsa_selected_attention_grad.h"
+#include "ops/nsa_selected_attention_grad/nsa_sag.h"
+
+static int64_t round16(int64_t x) { return (x + 15) / 16 * 16; }
+
+/* Adds a section of n elements of `esize` bytes at *off (64-byte aligned).
+ * Returns false on overflow. */
+static bool section(uint64_t *off, uint64_t *at, int64_t n, int64_t esize) {
+    int64_t bytes;
+    if (n < 0 || !pa_mul_ok(n, esize, &bytes)) return false;
+    const uint64_t rounded = ((uint64_t)bytes + 63u) & ~(uint64_t)63u;
+    if (rounded < (uint64_t)bytes) return false;
+    *at = *off;
+    if (*off > UINT64_MAX - rounded) return false;
+    *off += rounded;
+    return true;
+}
+
+static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out) {
+    int64_t t;
+    return pa_mul_ok(a, b, &t) && pa_mul_ok(t, c, out);
+}
+
+bool nsa_sag_layout(nsa_sag_plan *p) {
+    p->Bp = round16(p->B);
+    p->Dp = round16(p->D);
+    p->Dvp = round16(p->Dv);
+    p->NB = p->T2 / p->B;
+    if (p->NB > INT32_MAX) return false; /* global block ids are int32 */
+    const int64_t hb = p->q.dtype == ACL_BF16 ? 6 : 4; /* bytes per packed Q / dO element */
+
+    /* tokens per tile: one token's tile-sized arrays take
+     *   N1*(C*Bp*8 + (Dp+Dvp)*hb + 12) + N2*C*4 bytes
+     * (P and dS, packed Q and dO (+ bf16 copies), max/sum/Dsum, index entries) */
+    int64_t per_tok, t1, t2;
+    if (!mul3(p->N1, p->C, p->Bp, &t1) || !pa_mul_ok(t1, 8, &t1) ||
+        !pa_mul_ok(p->N1, (p->Dp + p->Dvp) * hb + 12, &t2) ||
+        !mul3(p->N2, p->C, 4, &per_tok) || __builtin_add_overflow(per_tok, t1, &per_tok) ||
+        __builtin_add_overflow(per_tok, t2, &per_tok)) {
+        return false;
+    }
+    int64_t tile = NSA_SAG_TILE_BYTES / per_tok;
+    /* testing knob: force a smaller tile (results must not change) */
+    const char *force = getenv("PYACLNN_NSA_TILE_TOKENS");
+    if (force != NULL) {
+        char *end = NULL;
+        const long long v = strtoll(force, &end, 10);
+        if (end != force && *end == '\0' && v > 0 && v < tile) tile = (int64_t)v;
+    }
+    if (tile < 1) tile = 1;
+    if (tile > p->T1) tile = p->T1;
+    p->tile = tile;
+    p->ntiles = (p->T1 + tile - 1) / tile;
+
+    int64_t qn, don, tn, gn, k32n, ktn, vtn, dvn, pn, cn, en, nbp;
+    if (!pa_mul_ok(p->NB, p->Bp, &nbp) || !mul3(tile, p->N1, p->Dp, &qn) || !mul3(tile, p->N1, p->Dvp, &don) ||
+        !pa_mul_ok(tile, p->N1, &tn) || !mul3(p->T1, p->N2, p->C, &gn) ||
+        !mul3(p->N2, p->T2, p->Dp, &k32n) || !mul3(p->N2, nbp, p->D, &ktn) ||
+        !mul3(p->N2, nbp, p->Dv, &vtn) || !mul3(p->N2, p->T2, p->Dvp, &dvn) ||
+        !mul3(tile, p->N1, p->C, &pn) || !pa_mul_ok(pn, p->Bp, &pn) || !pa_mul_ok(p->N2, p->NB, &cn) ||
+        !mul3(tile, p->N2, p->C, &en)) {
+        return false;
+    }
+    /* bf16 copies of the tile's Q and dO rows, for bf16 inputs only */
+    const int64_t qbn = p->q.dtype == ACL_BF16 ? qn : 0, dobn = p->q.dtype == ACL_BF16 ? don : 0;
+    uint64_t off = 0;
+    if (!section(&off, &p->off_q32, qn, 4) || !section(&off, &p->off_do32, don, 4) ||
+        !section(&off, &p->off_qb, qbn, 2) || !section(&off, &p->off_dob, dobn, 2) ||
+        !section(&off, &p->off_mx, tn, 4) || !section(&off, &p->off_sm, tn, 4) ||
+        !section(&off, &p->off_dsum, tn, 4) || !section(&off, &p->off_tok, p->T1, 16) ||
+        !section(&off, &p->off_gblk, gn, 4) || !section(&off, &p->off_k32, k32n, 4) ||
+        !section(&off, &p->off_kt, ktn, 4) || !section(&off, &p->off_vt, vtn, 4) ||
+        !section(&off, &p->off_dkacc, k32n, 4) || !section(&off, &p->off_dvacc, dvn, 4) ||
+        !section(&off, &p->off_p, pn, 4) || !section(&off, &p->off_ds, pn, 4) ||
+        !section(&off, &p->off_cnt, cn + 1, 8) || !section(&off, &p->off_ent, en, 4)) {
+        return false;
+    }
+    if (off > UINT64_MAX - 64u) return false;
+    p->ws_size = off + 64u; /* slack to align a caller's workspace to 64 bytes */
+    return true;
+}
+
+PA_API aclnnStatus aclnnNsaSelectedAttentionGradGetWorkspaceSize(
+    const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *attentionOut,
+    const aclTensor *attentionOutGrad, const aclTensor *softmaxMax, const aclTensor *softmaxSum,
+    const aclTensor *topkIndices, const aclIntArray *actualSeqQLenOptional, const aclIntArray *actualSeqKvLenOptional,
+    const aclTensor *attenMaskOptional, double scaleValue, int64_t selectedBlockSize, int64_t selectedBlockCount,
+    int64_t headNum, char *inputLayout, int64_t sparseMode, const aclTensor *dqOut, const aclTensor *dkOut,
+    const aclTensor *dvOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const nsa_sag_args args = {
+        .q = query,
+        .k = key,
+        .v = value,
+        .o = attentionOut,
+        .dout = attentionOutGrad,
+        .smax = softmaxMax,
+        .ssum = softmaxSum,
+        .topk = topkIndices,
+        .seq_q = actualSeqQLenOptional,
+        .seq_kv = actualSeqKvLenOptional,
+        .mask = attenMaskOptional,
+        .scale = scaleValue,
+        .block = selectedBlockSize,
+        .count = selectedBlockCount,
+        .head_num = headNum,
+        .layout = inputLayout,
+        .sparse_mode = sparseMode,
+        .dq = dqOut,
+        .dk = dkOut,
+        .dv = dvOut,
+        .ws_size = workspaceSize,
+        .executor = executor,
+    };
+    nsa_sag_shape sh;
+    int rc = nsa_sag_validate(&args, &sh);
+    if (rc != ACLNN_SUCCESS) return rc;
+
+    nsa_sag_plan p;
+    memset(&p, 0, sizeof p);
+    p.q = pa_tview_of(query);
+    p.k = pa_tview_of(key);
+    p.v = pa_tview_of(value);
+    p.o = pa_tview_of(attentionOut);
+    p.dout = pa_tview_of(attentionOutGrad);
+    p.smax = pa_tview_of(softmaxMax);
+    p.ssum = pa_tview_of(softmaxSum);
+    p.topk = pa_tview_of(topkIndices);
+    p.has_mask = attenMaskOptional != NULL;
+    if (p.has_mask) p.mask = pa_tview_of(attenMaskOptional);
+    p.dq = pa_tview_of(dqOut);
+    p.dk = pa_tview_of(dkOut);
+    p.dv = pa_tview_of(dvOut);
+    p.sparse_mode = (int32_t)sparseMode;
+    p.scale = (float)scaleValue;
+    p.T1 = sh.T1;
+    p.T2 = sh.T2;
+    p.N1 = sh.N1;
+    p.N2 = sh.N2;
+    p.G = sh.G;
+    p.D = sh.D;
+    p.Dv = sh.Dv;
+    p.B = sh.B;
+    p.C = sh.C;
+    p.nbatch = sh.nbatch;
+    if (!nsa_sag_layout(&p)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: the problem is too large (workspace size overflows)",
+                       NSA_SAG_API);
+    }
+    p.kern = nsa_grad_select(pa_cpu_isa());
+    p.use_bf16 = p.q.dtype == ACL_BF16 && p.kern.gemm_bf16 != NULL;
+
+    /* plan blob: struct, then the two cumulative length arrays */
+    const size_t head = (sizeof p + 7u) & ~(size_t)7u;
+    const size_t arr = (size_t)sh.nbatch * sizeof(int64_t);
+    if ((uint64_t)sh.nbatch > (SIZE_MAX - head) / (2 * sizeof(int64_t))) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: too many batches (%lld)", NSA_SAG_API, (long long)sh.nbatch);
+    }
+    const size_t blob_size = head + 2 * arr;
+    p.seq_q_off = head;
+    p.seq_kv_off = head + arr;
+    char *blob = pa_alloc_aligned(blob_size);
+    if (blob == NULL) {
+        return pa_fail(ACLNN_ERR_INNER_NULLPTR, "%s: out of memory for the plan (%zu bytes)", NSA_SAG_API,
+                       blob_size);
+    }
+    memcpy(blob, &p, sizeof p);
+    if (actualSeqQLenOptional != NULL) {
+        memcpy(blob + p.seq_q_off, actualSeqQLenOptional->values, arr);
+        memcpy(blob + p.seq_kv_off, actualSeqKvLenOptional->values, arr);
+    } else {
+        memcpy(blob + p.seq_q_off, &p.T1, sizeof(int64_t));
+        memcpy(blob + p.seq_kv_off, &p.T2, sizeof(int64_t));
+    }
+
+    const size_t in_views[9] = {
+        offsetof(nsa_sag_plan, q),    offsetof(nsa_sag_plan, k),    offsetof(nsa_sag_plan, v),
+        offsetof(nsa_sag_plan, o),    offsetof(nsa_sag_plan, dout), offsetof(nsa_sag_plan, smax),
+        offsetof(nsa_sag_plan, ssum), offsetof(nsa_sag_plan, topk),
+        p.has_mask ? offsetof(nsa_sag_plan, mask) : SIZE_MAX,
+    };
+    const size_t out_views[3] = {offsetof(nsa_sag_plan, dq), offsetof(nsa_sag_plan, dk),
+                                 offsetof(nsa_sag_plan, dv)};
+    aclOpExecutor *ex = pa_executor_create(&nsa_sag_op_def, blob, blob_size, p.ws_size, in_views, 9, out_views, 3);
+    pa_free_aligned(blob);
+    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    *workspaceSize = p.ws_size;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
