@@ -509,3 +509,21 @@ print("relaxed ok")
     r = run_py(code, drop=("PYACLNN_BACKEND", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME",
                            "PYACLNN_NSA_RELAXED"), check=False)
     assert r.returncode != 0 and "161002" in r.stderr, r.stderr
+
+
+def test_launch_workspace_checks():
+    """The launch refuses a workspace smaller than planned (161002) or a NULL one (161001);
+    a refused launch leaves the executor usable."""
+    p = problem()
+    with device_tensors(p) as (ins, mask, outs), pyaclnn.Stream() as s:
+        ws, ex = plan(p, ins, mask, outs)
+        assert ws > 0
+        with pyaclnn.DeviceBuffer(ws) as buf:
+            with pytest.raises(pyaclnn.AclError) as ei:
+                pyaclnn.aclnnNsaSelectedAttentionGrad(buf, ws - 1, ex, s)
+            assert ei.value.status == PARAM_INVALID and "workspaceSize" in ei.value.message
+            with pytest.raises(pyaclnn.AclError) as ei:
+                pyaclnn.aclnnNsaSelectedAttentionGrad(None, ws, ex, s)
+            assert ei.value.status == PARAM_NULLPTR and "workspace" in ei.value.message
+            pyaclnn.aclnnNsaSelectedAttentionGrad(buf, ws, ex, s)
+            s.synchronize()
