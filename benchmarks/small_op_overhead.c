@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /* Small-op overhead: GetWorkspaceSize + launch + synchronize of a [1,1,1,16]
  * aclnnScaledMaskedSoftmaxBackward, from C. usage: small_op_overhead [calls]
  * Prints the median over 7 batches of microseconds per call. */

@@ -20,7 +20,27 @@ import threading
 import cffi
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-HOME = os.path.join(PACKAGE_DIR, "_home")
+
+
+def _find_home():
+    """The toolkit root built by `pip install .`: inside this package, or, when this
+    is the source tree (e.g. `python -m pyaclnn` run from the repository root), the
+    one of the installed pyaclnn distribution."""
+    here = os.path.join(PACKAGE_DIR, "_home")
+    if os.path.isdir(here):
+        return here
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        installed = str(distribution("pyaclnn").locate_file("pyaclnn/_home"))
+        if os.path.isdir(installed):
+            return installed
+    except (ImportError, PackageNotFoundError):
+        pass
+    return here
+
+
+HOME = _find_home()
 CDEF_PATH = os.path.join(HOME, "share", "cdef.h")
 LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
 TOOLKIT_VARS = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")

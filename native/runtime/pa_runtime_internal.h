@@ -45,6 +45,19 @@ int pa_rt_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timesp
 /* Validates a sync timeout: -1 forever, 0 poll, >0 ms. */
 bool pa_rt_timeout_ok(int32_t timeout);
 
+/* A spin-wait hint to the CPU. */
+static inline void pa_rt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- thread pool (threadpool.c) ---- */
+/* CPUs this process may use (affinity mask and cgroup quota), >= 1. */
+int pa_rt_usable_cpus(void);
+
 /* ---- streams (stream.c) ---- */
 typedef struct pa_stream pa_stream;
 /* Looks up a live stream (NULL = the default stream, created on demand) and

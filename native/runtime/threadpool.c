@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include "common/pa_common.h"
+#include "runtime/pa_runtime_internal.h"
 #include "runtime/pa_threadpool.h"
 
 #define PA_MAX_THREADS 512
@@ -149,6 +150,11 @@ static void count_init(void) {
     g_cpu_threads = n > 0 ? n : 1;
 }
 
+int pa_rt_usable_cpus(void) {
+    pthread_once(&g_count_once, count_init);
+    return g_cpu_threads;
+}
+
 int pa_num_threads(void) {
     int o = atomic_load(&g_override);
     if (o > 0) return o;
@@ -199,14 +205,6 @@ static bool g_spin;
 
 static _Thread_local bool tl_in_pool; /* inside a chunk, or a pool thread */
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 static void run_chunks(pa_job *j) {
     for (;;) {
         int64_t k = (int64_t)atomic_fetch_add(&j->next, 1);
@@ -239,7 +237,7 @@ static void *helper_main(void *p) {
         /* Brief spin (only when every pool thread has a CPU of its own):
          * back-to-back kernels then skip the sleep / wake-up round trip. */
         if (g_spin) {
-            for (int i = 0; i < PA_SPIN_ITERS && atomic_load(&g_gen) == seen; i++) cpu_relax();
+            for (int i = 0; i < PA_SPIN_ITERS && atomic_load(&g_gen) == seen; i++) pa_rt_cpu_relax();
         }
         pthread_mutex_lock(&g_pool_mu);
     }
