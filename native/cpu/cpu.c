@@ -10,7 +10,8 @@
 
 #include "cpu/pa_cpu.h"
 
-#if defined(__x86_64__)
+/* Only probe for tiers whose kernels were compiled in (x86-64, not PA_SCALAR_ONLY). */
+#if defined(PA_HAVE_X86_KERNELS)
 #include <cpuid.h>
 #endif
 
@@ -40,7 +41,7 @@ bool pa_isa_parse(const char *s, pa_isa *out) {
     return true;
 }
 
-#if defined(__x86_64__)
+#if defined(PA_HAVE_X86_KERNELS)
 /* XCR0: which register states the OS saves (only valid when OSXSAVE is set). */
 static uint64_t read_xcr0(void) {
     uint32_t lo, hi;
