@@ -18,30 +18,7 @@
 #include "meta/pa_tensor.h"  /* handle layouts, to check what creation stored */
 #include "pyaclnn/pyaclnn_ext.h"
 
-static int g_checks;
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        g_checks++;                                                                          \
-        if (!(cond)) {                                                                       \
-            const char *m_ = aclGetRecentErrMsg();                                           \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n  last error message: %s\n", __FILE__, \
-                    __LINE__, #cond, m_ ? m_ : "(none)");                                    \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                              \
-    do {                                                                                            \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                         \
-        g_checks++;                                                                                 \
-        if (a_ != b_) {                                                                             \
-            const char *m_ = aclGetRecentErrMsg();                                                  \
-            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n  last error message: %s\n", \
-                    __FILE__, __LINE__, #a, #b, a_, b_, m_ ? m_ : "(none)");                        \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
+#include "pa_check.h"
 
 /* rc equals `code` and the recent message mentions `needle` */
 #define CHECK_ERR(expr, code, needle)                                                          \

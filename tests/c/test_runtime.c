@@ -11,30 +11,7 @@
 #include "acl/acl.h"
 #include "pyaclnn/pyaclnn_ext.h"
 
-static int g_checks;
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        g_checks++;                                                                          \
-        if (!(cond)) {                                                                       \
-            const char *m_ = aclGetRecentErrMsg();                                           \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n  last error message: %s\n", __FILE__, \
-                    __LINE__, #cond, m_ ? m_ : "(none)");                                    \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                              \
-    do {                                                                                            \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                         \
-        g_checks++;                                                                                 \
-        if (a_ != b_) {                                                                             \
-            const char *m_ = aclGetRecentErrMsg();                                                  \
-            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n  last error message: %s\n", \
-                    __FILE__, __LINE__, #a, #b, a_, b_, m_ ? m_ : "(none)");                        \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
+#include "pa_check.h"
 
 #define CHECK_OK(expr) CHECK_EQ((expr), ACL_SUCCESS)
 

@@ -4,6 +4,9 @@
  * build; needs -I native), so it tests its own private copy of the runtime and
  * does not touch the state of libascendcl.so. Exits 1 on the first failure. */
 #define _GNU_SOURCE
+#if defined(__x86_64__) && !defined(PA_HAVE_X86_KERNELS)
+#define PA_HAVE_X86_KERNELS 1 /* probe the real tiers, as the x86-64 library does */
+#endif
 #include "common/pa_common.c"
 #include "cpu/cpu.c"
 #include "runtime/device.c"
@@ -21,26 +24,8 @@
 /* meta/ is not part of this build. */
 size_t pa_dtype_size(aclDataType dt) { return dt == ACL_FLOAT ? 4 : 0; }
 
-static int g_checks;
-#define CHECK(cond)                                                                                 \
-    do {                                                                                            \
-        g_checks++;                                                                                 \
-        if (!(cond)) {                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n  message: %s\n", __FILE__, __LINE__, #cond,  \
-                    pa_get_errmsg());                                                               \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
-#define CHECK_EQ(a, b)                                                                              \
-    do {                                                                                            \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                         \
-        g_checks++;                                                                                 \
-        if (a_ != b_) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n  message: %s\n",     \
-                    __FILE__, __LINE__, #a, #b, a_, b_, pa_get_errmsg());                           \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
+#define PA_CHECK_ERRMSG() pa_get_errmsg()
+#include "pa_check.h"
 
 /* ---- parallel_for coverage ---- */
 

@@ -1,0 +1,42 @@
+/* Fatal CHECK macros shared by the C tests: on failure they print the
+ * expression, the location and the recent error message, then exit(1).
+ * Define PA_CHECK_ERRMSG() before including to read the message elsewhere. */
+#ifndef PA_CHECK_H
+#define PA_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef PA_CHECK_ERRMSG
+#define PA_CHECK_ERRMSG() aclGetRecentErrMsg()
+#endif
+
+static int g_checks;
+
+static inline const char *pa_check_msg(void) {
+    const char *m = PA_CHECK_ERRMSG();
+    return m ? m : "(none)";
+}
+
+#define CHECK(cond)                                                                                 \
+    do {                                                                                            \
+        g_checks++;                                                                                 \
+        if (!(cond)) {                                                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n  last error message: %s\n", __FILE__,        \
+                    __LINE__, #cond, pa_check_msg());                                               \
+            exit(1);                                                                                \
+        }                                                                                           \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                              \
+    do {                                                                                            \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                         \
+        g_checks++;                                                                                 \
+        if (a_ != b_) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n  last error message: %s\n", \
+                    __FILE__, __LINE__, #a, #b, a_, b_, pa_check_msg());                            \
+            exit(1);                                                                                \
+        }                                                                                           \
+    } while (0)
+
+#endif
