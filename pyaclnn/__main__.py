@@ -4,8 +4,8 @@ home    print the toolkit root (include/, lib64/, set_env.sh, samples/)
 info    print the backend, the loaded libraries and the runtime description
 cflags  print the compiler flags for the bundled headers
 libs    print the linker flags for the bundled libraries
-demo    build and run the C++ sample with g++, run the Python sample, and
-        check the C++ result against pyaclnn.reference
+demo    build and run the C++ samples with g++, run the Python samples, and
+        check the results against pyaclnn.reference
 """
 import argparse
 import json
@@ -21,6 +21,7 @@ import numpy as np
 import pyaclnn
 
 SAMPLE = "scaled_masked_softmax_backward"
+NSA_SAMPLE = "nsa_selected_attention_grad"
 
 
 def samples_dir():
@@ -116,6 +117,13 @@ def cmd_demo(args):
         _check_dump(dump)
         print("\n== 3. the same flow from Python (pyaclnn two-phase API)")
         _run([sys.executable, os.path.join(src_dir, SAMPLE + ".py")], tmp)
+        print("\n== 4. aclnnNsaSelectedAttentionGrad: build and run its C++ sample"
+              " (it checks itself against a double-precision loop)")
+        shutil.copy(os.path.join(src_dir, NSA_SAMPLE + ".cpp"), os.path.join(tmp, "nsa.cpp"))
+        _run(compile_command("nsa.cpp", home, args.cxx) + ["-o", "nsa"], tmp)
+        _run([os.path.join(tmp, "nsa")], tmp)
+        print("\n== 5. the same op from Python (one call and two phases, vs pyaclnn.reference)")
+        _run([sys.executable, os.path.join(src_dir, NSA_SAMPLE + ".py")], tmp)
         print("\ndemo OK")
     finally:
         if args.keep:
