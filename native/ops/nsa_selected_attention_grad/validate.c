@@ -272,12 +272,12 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
                        (long long)nmax, (long long)N2);
     }
     if (N1 % N2 != 0) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: N1 (%lld) must be a multiple of N2 (%lld)", API, (long long)N1,
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: N1 (%lld, query heads) must be a multiple of N2 (%lld, key/value heads)", API, (long long)N1,
                        (long long)N2);
     }
     const int64_t G = N1 / N2;
     if (!relaxed && G > 32) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: G = N1/N2 must be in [1, 32], got %lld", API, (long long)G);
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: G = N1/N2 (query heads per key/value head) must be in [1, 32], got %lld", API, (long long)G);
     }
     if (T1 < 1 || T2 < 1) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: T1 and T2 must be >= 1, got T1=%lld, T2=%lld", API,
@@ -302,7 +302,7 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
                            (long long)Dv);
         }
         if (Dv > D) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: Dv (%lld) must not exceed D (%lld)", API, (long long)Dv,
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: Dv (%lld, value head dim) must not exceed D (%lld, query/key head dim)", API, (long long)Dv,
                            (long long)D);
         }
     }
@@ -332,12 +332,14 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
         const int64_t len = hi - lo;
         if (len % B != 0) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: the KV length of batch %lld (%lld) must be a multiple of selectedBlockSize (%lld)", API,
+                           "%s: the KV length of batch %lld (%lld, from actualSeqKvLenOptional or key) must be a multiple of "
+                           "selectedBlockSize (%lld)", API,
                            (long long)b, (long long)len, (long long)B);
         }
         if (!relaxed && len < need) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: the KV length of batch %lld (%lld) must be >= selectedBlockCount * "
+                           "%s: the KV length of batch %lld (%lld, from actualSeqKvLenOptional or key) must be >= "
+                           "selectedBlockCount * "
                            "selectedBlockSize = %lld",
                            API, (long long)b, (long long)len, (long long)need);
         }
