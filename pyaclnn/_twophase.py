@@ -52,6 +52,20 @@ class Executor:
         self.repeatable = True
         return self
 
+    def set_input(self, index, tensor):
+        """aclSetInputTensorAddr: rebind input ``index`` (API order) to ``tensor``'s memory,
+        e.g. to relaunch a repeatable executor on new data of the same layout."""
+        self._rebind(lib.aclSetInputTensorAddr, "aclSetInputTensorAddr", index, tensor)
+
+    def set_output(self, index, tensor):
+        """aclSetOutputTensorAddr: rebind output ``index`` to ``tensor``'s memory."""
+        self._rebind(lib.aclSetOutputTensorAddr, "aclSetOutputTensorAddr", index, tensor)
+
+    def _rebind(self, fn, api, index, tensor):
+        handle = self._live_handle(api)
+        check(fn(handle, index, tensor.handle, tensor.buffer.cdata), api)
+        self._keep = self._keep + (tensor,)  # its memory must outlive later launches
+
     def destroy(self):
         """aclDestroyAclOpExecutor (no-op once consumed or destroyed)."""
         handle, self._handle = self._handle, None

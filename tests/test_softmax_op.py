@@ -655,9 +655,9 @@ def test_isa_cap_is_restored(restore_runtime_knobs):
 
 def test_repeatable_executor_with_address_changes():
     """A repeatable executor launched 3 times; before the 2nd and 3rd launch the
-    tensor addresses are changed with aclSetInputTensorAddr / aclSetOutputTensorAddr
-    (indices: inputs 0 gradOutput, 1 y, 2 mask; output 0 out)."""
-    lib = pyaclnn.lib
+    tensor addresses are changed with Executor.set_input / set_output
+    (aclSetInputTensorAddr / aclSetOutputTensorAddr; indices: inputs 0 gradOutput,
+    1 y, 2 mask; output 0 out)."""
     shape, mshape = (2, 2, 3, 48), (1, 2, 3, 48)
     sets = [make_inputs(80 + i, shape, mshape, F16, "uniform") for i in range(3)]
     with contextlib.ExitStack() as st:
@@ -673,14 +673,15 @@ def test_repeatable_executor_with_address_changes():
             if i:
                 g, y, m = dev[i]
                 for idx, t in enumerate((g, y, m)):
-                    pyaclnn.check(lib.aclSetInputTensorAddr(ex.handle, idx, t.handle, t.buffer.cdata),
-                                  "aclSetInputTensorAddr")
-                pyaclnn.check(lib.aclSetOutputTensorAddr(ex.handle, 0, outs[i].handle, outs[i].buffer.cdata),
-                              "aclSetOutputTensorAddr")
+                    ex.set_input(idx, t)
+                ex.set_output(0, outs[i])
             pyaclnn.aclnnScaledMaskedSoftmaxBackward(None, ws, ex, s)
             s.synchronize()
             results.append([o.numpy() for o in outs])
         assert not ex.spent
+        with pytest.raises(pyaclnn.AclError) as ei:
+            ex.set_input(3, dev[0][0])  # the op has 3 inputs
+        assert ei.value.status == 161002
     for i, (g, y, m) in enumerate(sets):
         check_result(results[i][i], g, y, m, 0.125, F16)
         # later launches did not write the earlier outputs again
