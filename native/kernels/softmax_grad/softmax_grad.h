@@ -15,7 +15,9 @@
  *   t16[l] = (acc[l] + acc[16+l]) + (acc[32+l] + acc[48+l])   l < 16
  *   t8[l]  = t16[l] + t16[l+8];  t4[l] = t8[l] + t8[l+4];
  *   t2[l]  = t4[l] + t4[l+2];    s = t2[0] + t2[1]
- * which is what 4 zmm or 8 ymm accumulators fold to naturally.
+ * which is what 4 zmm or 8 ymm accumulators fold to naturally. (The SIMD tiers
+ * run the lower tree levels of several short rows at once; the adds, and so
+ * the bits, are the same.)
  */
 #ifndef PA_SOFTMAX_GRAD_H
 #define PA_SOFTMAX_GRAD_H
@@ -50,7 +52,7 @@ typedef void (*pa_smsb_rows_fn)(const pa_smsb_args *a, int64_t row_begin, int64_
  * tier (falling back to a lower tier if the build lacks it). NULL for other dtypes. */
 pa_smsb_rows_fn pa_smsb_select(aclDataType dtype, pa_isa isa);
 
-/* Rows per pa_parallel_for chunk: ~128 KB of traffic per chunk, independent of the
+/* Rows per pa_parallel_for chunk: ~1 MB of traffic per chunk, independent of the
  * thread count. */
 int64_t pa_smsb_grain(aclDataType dtype, int64_t s2);
 

@@ -5,6 +5,9 @@
  * row (<= 4096 columns) is still in L1/L2; it also prefetches the next row so
  * memory stays busy. Large outputs are written with non-temporal stores (no
  * read-for-ownership). Heads / tails use masked loads and stores.
+ * Short rows (and rows up to 256 columns that are not whole cache lines) go in
+ * groups of up to 16 rows instead: one sum tree for the whole group and one
+ * flat output stream (see "short rows" below); same bits.
  * (Keeping p and y as fp32 from pass 1 to spare pass 2 the fp16 widening was
  * tried: faster in cache, slower once memory-bound, so not done.) */
 #include "kernels/softmax_grad/softmax_grad_impl.h"
@@ -124,12 +127,21 @@ static inline __m512 out_vec(__m512 g, __m512 y, __m512 s, __m512 sc, __mmask16 
 }
 
 static inline void prefetch(const char *p) { _mm_prefetch(p, _MM_HINT_T0); }
+/* Prefetches p + off, which may lie past the end of p's array (a prefetch never
+ * faults; the address is formed as an integer, so no out-of-range pointer exists). */
+static inline void prefetch_at(const void *p, int64_t off) {
+    _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)off), _MM_HINT_T0);
+}
+static inline void prefetch_l2_at(const void *p, int64_t off) {
+    _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)off), _MM_HINT_T1);
+}
 
 /* Row kernel: pass 1 (dot product), then pass 2 (outputs) while prefetching the
  * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
 #define PA_SMSB_ROW_AVX512(NAME, ES, LD, LDM, ST2, ST2NT, STM)                                   \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
-                     float scale, const void *gnv, const void *ynv, bool nt) {                  \
+                     float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
+                     bool nt) {                                                                 \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         const char *gn = (const char *)gnv, *yn = (const char *)ynv;                            \
         char *o = (char *)ov;                                                                   \
@@ -170,6 +182,11 @@ static inline void prefetch(const char *p) { _mm_prefetch(p, _MM_HINT_T0); }
                 prefetch(gn + i * ES), prefetch(yn + i * ES);                                   \
                 if (ES == 4) prefetch(gn + i * ES + 64), prefetch(yn + i * ES + 64);            \
             }                                                                                   \
+            if (far != 0) {                                                                     \
+                prefetch_l2_at(g, (far + i) * ES), prefetch_l2_at(y, (far + i) * ES);           \
+                if (ES == 4) prefetch_l2_at(g, (far + i) * ES + 64), prefetch_l2_at(y, (far + i) * ES + 64); \
+                if (far_m && (i & 63) < 32) prefetch_l2_at(m, far + i);                         \
+            }                                                                                   \
             const __m512 r0 = out_vec(LD(g + i * ES), LD(y + i * ES), s, sc, ld_mask(m + i));   \
             const __m512 r1 = out_vec(LD(g + (i + 16) * ES), LD(y + (i + 16) * ES), s, sc,      \
                                       ld_mask(m + i + 16));                                     \
@@ -188,22 +205,211 @@ PA_SMSB_ROW_AVX512(row_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
 PA_SMSB_ROW_AVX512(row_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
 PA_SMSB_ROW_AVX512(row_bf16hw, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
 
+/* ---- short rows: groups of up to 16 rows (see pa_smsb_drive_short) ----
+ *
+ * Pass 1, per row: up to 64 columns, the row's (at most 4) vectors are its 64
+ * partial sums acc[i % 64] (each partial holds at most one element); they fold
+ * to the row's t16 = (acc[0..15] + acc[16..31]) + (acc[32..47] + acc[48..63]),
+ * the first level of the tree, leaving out the vectors past the row (all +0.0).
+ * Longer rows accumulate exactly like the row kernel, then fold to t16.
+ * hsum16 then runs the rest of the tree for 16 rows at once, every add the
+ * oracle's add. Leaving out the +0.0 partials (here: acc = p instead of
+ * +0.0 + p, and x instead of x + (+0.0)) only changes the sign of zero
+ * results: the oracle never produces -0.0 (a sum is -0.0 only when both terms
+ * are), ours may, where the oracle has +0.0; that relation survives every add,
+ * so one final + (+0.0) gives the oracle's bits. NaN payloads may differ:
+ * a NaN sum gives a NaN output, which out_vec makes the default NaN.
+ * Pass 2 writes the group's outputs as one flat stream: lane l of the vector
+ * at flat element e belongs to row (e + l) / n, whose sum a permute fetches.
+ * That stream has no per-row heads and tails, and while it is written the next
+ * group (which follows in memory) is prefetched. */
+
+/* The tree levels below t16 for 16 rows at once: t[r] = t16 of row r.
+ * Returns s of row r in lane r. */
+static inline __m512 hsum16(const __m512 t[16]) {
+    __m512 u[8], v[4], w[2];
+    for (int i = 0; i < 8; i++) {
+        /* t8[l] = t16[l] + t16[l+8]: lanes 0-7 row 2i, lanes 8-15 row 2i+1 */
+        const __m512 a = t[2 * i], b = t[2 * i + 1];
+        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    for (int i = 0; i < 4; i++) {
+        /* t4[l] = t8[l] + t8[l+4]: 128-bit block j holds row 4i+j */
+        const __m512 a = u[2 * i], b = u[2 * i + 1];
+        v[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    for (int i = 0; i < 2; i++) {
+        /* t2[l] = t4[l] + t4[l+2]: block j holds rows 8i+j (lanes 0, 1) and 8i+4+j (lanes 2, 3) */
+        const __m512 a = v[2 * i], b = v[2 * i + 1];
+        w[i] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    /* s = t2[0] + t2[1]: lane 4j+k holds row 4k+j */
+    const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_add_ps(_mm512_permutexvar_ps(order, s), _mm512_setzero_ps());
+}
+
+/* The sums of the rows that the 16 elements e .. e+15 of the group belong to,
+ * from x = e + l + 0.5 (lane l): row = floor(x / n), exact in fp32 here: x is
+ * exact (< 2^11), and the two roundings move the quotient (< 17) by under
+ * 2^-18, far less than its 0.5/n (n <= 256) distance to a row boundary. */
+static inline __m512 elem_pos(int64_t e) {
+    return _mm512_add_ps(_mm512_set1_ps((float)e),
+                         _mm512_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f, 8.5f, 9.5f, 10.5f,
+                                        11.5f, 12.5f, 13.5f, 14.5f, 15.5f));
+}
+static inline __m512 sums_of(__m512 S, __m512 x, __m512 inv_n) {
+    return _mm512_permutexvar_ps(_mm512_cvttps_epi32(_mm512_mul_ps(x, inv_n)), S);
+}
+static inline __m512 sums_at(__m512 S, int64_t e, __m512 inv_n) { return sums_of(S, elem_pos(e), inv_n); }
+
+#define PA_SMSB_T16_ROWS(ES, LD, LDM, NV)                                                         \
+    for (int r = 0; r < 16; r++) {                                                              \
+        /* rows past the group repeat its last row: their lanes of S go unused */              \
+        const int64_t off = (r < rows ? r : rows - 1) * n * (ES);                               \
+        const char *gr = g + off, *yr = y + off;                                                \
+        __m512 p[NV];                                                                           \
+        for (int k = 0; k < (NV) - 1; k++)                                                      \
+            p[k] = _mm512_mul_ps(LD(gr + 16 * k * (ES)), LD(yr + 16 * k * (ES)));               \
+        p[(NV) - 1] = _mm512_mul_ps(LDM(gr + 16 * ((NV) - 1) * (ES), kt),                        \
+                                    LDM(yr + 16 * ((NV) - 1) * (ES), kt));                       \
+        t[r] = (NV) == 1 ? p[0]                                                                 \
+             : (NV) == 2 ? _mm512_add_ps(p[0], p[(NV) - 1])                                     \
+             : (NV) == 3 ? _mm512_add_ps(_mm512_add_ps(p[0], p[1 % (NV)]), p[(NV) - 1])         \
+                         : _mm512_add_ps(_mm512_add_ps(p[0], p[1 % (NV)]),                      \
+                                         _mm512_add_ps(p[2 % (NV)], p[(NV) - 1]));              \
+    }
+
+/* Rows longer than 64: the 4 accumulators of the row kernel (from +0.0), then t16. */
+#define PA_SMSB_T16_LONG(ES, LD, LDM)                                                             \
+    for (int r = 0; r < 16; r++) {                                                              \
+        if (r >= rows) {                                                                        \
+            t[r] = _mm512_setzero_ps(); /* unused lane of S */                                  \
+            continue;                                                                           \
+        }                                                                                       \
+        const char *gr = g + r * n * (ES), *yr = y + r * n * (ES);                              \
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),         \
+                         _mm512_setzero_ps()};                                                  \
+        int64_t c0 = 0;                                                                         \
+        for (; c0 + 64 <= n; c0 += 64) {                                                        \
+            for (int k = 0; k < 4; k++) {                                                       \
+                const int64_t c = c0 + 16 * k;                                                  \
+                acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(LD(gr + c * (ES)), LD(yr + c * (ES)))); \
+            }                                                                                   \
+        }                                                                                       \
+        for (int k = 0; k < 4 && c0 + 16 * k < n; k++) {                                        \
+            const int64_t c = c0 + 16 * k;                                                      \
+            const __mmask16 km = tail_mask(n - c);                                              \
+            const __m512 p = _mm512_mul_ps(LDM(gr + c * (ES), km), LDM(yr + c * (ES), km));     \
+            acc[k] = _mm512_mask_add_ps(acc[k], km, acc[k], p);                                 \
+        }                                                                                       \
+        t[r] = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));     \
+    }
+
+#define PA_SMSB_GROUP_AVX512(NAME, ES, LD, LDM, ST2, ST2NT, STM)                                 \
+    static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
+                     int64_t rows, float scale, bool nt) {                                      \
+        const char *g = (const char *)gv, *y = (const char *)yv;                                \
+        char *o = (char *)ov;                                                                   \
+        const int nv = (int)((n + 15) / 16);                                                    \
+        const __mmask16 kt = tail_mask(n - 16 * (nv - 1));                                      \
+        __m512 t[16];                                                                           \
+        switch (nv) {                                                                           \
+        case 1: PA_SMSB_T16_ROWS(ES, LD, LDM, 1) break;                                         \
+        case 2: PA_SMSB_T16_ROWS(ES, LD, LDM, 2) break;                                         \
+        case 3: PA_SMSB_T16_ROWS(ES, LD, LDM, 3) break;                                         \
+        case 4: PA_SMSB_T16_ROWS(ES, LD, LDM, 4) break;                                         \
+        default: PA_SMSB_T16_LONG(ES, LD, LDM) break;                                           \
+        }                                                                                       \
+        const __m512 S = hsum16(t);                                                             \
+        const __m512 sc = _mm512_set1_ps(scale);                                                \
+        const __m512 inv_n = _mm512_set1_ps(1.0f / (float)n);                                   \
+        const int64_t E = rows * n;                                                             \
+        int64_t i = 0, head = 0;                                                                \
+        const bool stream = nt && (uintptr_t)o % (ES) == 0;                                     \
+        if (stream) {                                                                           \
+            head = (int64_t)(((64 - ((uintptr_t)o & 63)) & 63) / (ES));                         \
+            if (head > E) head = E;                                                             \
+        }                                                                                       \
+        for (; i < head; i += 16) {                                                             \
+            const __mmask16 km = tail_mask(head - i);                                           \
+            STM(o + i * (ES), km,                                                               \
+                out_vec(LDM(g + i * (ES), km), LDM(y + i * (ES), km), sums_at(S, i, inv_n), sc, \
+                        ldm_mask(m + i, km)));                                                  \
+        }                                                                                       \
+        i = head;                                                                               \
+        __m512 x = elem_pos(i); /* exact: steps of 16 and 32 stay integers + 0.5 */              \
+        for (; i + 32 <= E; i += 32) {                                                          \
+            /* the next group, which (in place) follows this one */                            \
+            prefetch_at(g, (E + i) * (ES)), prefetch_at(y, (E + i) * (ES));                     \
+            if ((ES) == 4) prefetch_at(g, (E + i) * (ES) + 64), prefetch_at(y, (E + i) * (ES) + 64); \
+            if ((i & 63) < 32) prefetch_at(m, E + i);                                           \
+            const __m512 x16 = _mm512_add_ps(x, _mm512_set1_ps(16.0f));                         \
+            const __m512 r0 = out_vec(LD(g + i * (ES)), LD(y + i * (ES)), sums_of(S, x, inv_n), sc, \
+                                      ld_mask(m + i));                                          \
+            const __m512 r1 = out_vec(LD(g + (i + 16) * (ES)), LD(y + (i + 16) * (ES)),         \
+                                      sums_of(S, x16, inv_n), sc, ld_mask(m + i + 16));         \
+            x = _mm512_add_ps(x, _mm512_set1_ps(32.0f));                                        \
+            if (stream) ST2NT(o + i * (ES), r0, r1);                                            \
+            else ST2(o + i * (ES), r0, r1);                                                     \
+        }                                                                                       \
+        for (; i < E; i += 16) {                                                                \
+            const __mmask16 km = tail_mask(E - i);                                              \
+            STM(o + i * (ES), km,                                                               \
+                out_vec(LDM(g + i * (ES), km), LDM(y + i * (ES), km), sums_at(S, i, inv_n), sc, \
+                        ldm_mask(m + i, km)));                                                  \
+        }                                                                                       \
+    }
+
+/* Which rows go in groups: all short ones, and rows up to 256 columns whose
+ * output rows do not fill whole cache lines (row by row, every row would then
+ * start and end in a partial line, written with ordinary stores next to the
+ * streamed ones; a group's output is one flat stream). Rows of whole lines
+ * are a little faster row by row. */
+static inline bool use_groups(int64_t n, int64_t esize) {
+    return n > 0 && (n <= PA_SMSB_SHORT_MAX || (n <= 256 && n * esize % 64 != 0));
+}
+/* Rows per group: at most 1024 elements (16 rows up to 64 columns, then 8, then
+ * 4), so a group stays in L1 between the two passes. */
+static inline int64_t group_rows(int64_t n) { return n <= 64 ? 16 : n <= 128 ? 8 : 4; }
+
+PA_SMSB_GROUP_AVX512(group_f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
+PA_SMSB_GROUP_AVX512(group_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
+PA_SMSB_GROUP_AVX512(group_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
+PA_SMSB_GROUP_AVX512(group_bf16hw, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
+
 void pa_smsb_rows_f32_avx512(const pa_smsb_args *a, int64_t r0, int64_t r1) {
-    pa_smsb_drive(a, r0, r1, 4, row_f32, pa_smsb_rows_f32_scalar);
+    if (use_groups(a->dims[3], 4))
+        pa_smsb_drive_short(a, r0, r1, 4, group_rows(a->dims[3]), group_f32, pa_smsb_rows_f32_scalar);
+    else
+        pa_smsb_drive(a, r0, r1, 4, row_f32, pa_smsb_rows_f32_scalar);
     if (a->stream_out) _mm_sfence(); /* order the streamed lines before the chunk counts as done */
 }
 
 void pa_smsb_rows_f16_avx512(const pa_smsb_args *a, int64_t r0, int64_t r1) {
-    pa_smsb_drive(a, r0, r1, 2, row_f16, pa_smsb_rows_f16_scalar);
+    if (use_groups(a->dims[3], 2))
+        pa_smsb_drive_short(a, r0, r1, 2, group_rows(a->dims[3]), group_f16, pa_smsb_rows_f16_scalar);
+    else
+        pa_smsb_drive(a, r0, r1, 2, row_f16, pa_smsb_rows_f16_scalar);
     if (a->stream_out) _mm_sfence();
 }
 
 void pa_smsb_rows_bf16_avx512(const pa_smsb_args *a, int64_t r0, int64_t r1) {
-    pa_smsb_drive(a, r0, r1, 2, row_bf16, pa_smsb_rows_bf16_scalar);
+    if (use_groups(a->dims[3], 2))
+        pa_smsb_drive_short(a, r0, r1, 2, group_rows(a->dims[3]), group_bf16, pa_smsb_rows_bf16_scalar);
+    else
+        pa_smsb_drive(a, r0, r1, 2, row_bf16, pa_smsb_rows_bf16_scalar);
     if (a->stream_out) _mm_sfence();
 }
 
 void pa_smsb_rows_bf16_avx512bf16(const pa_smsb_args *a, int64_t r0, int64_t r1) {
-    pa_smsb_drive(a, r0, r1, 2, row_bf16hw, pa_smsb_rows_bf16_scalar);
+    if (use_groups(a->dims[3], 2))
+        pa_smsb_drive_short(a, r0, r1, 2, group_rows(a->dims[3]), group_bf16hw, pa_smsb_rows_bf16_scalar);
+    else
+        pa_smsb_drive(a, r0, r1, 2, row_bf16hw, pa_smsb_rows_bf16_scalar);
     if (a->stream_out) _mm_sfence();
 }

@@ -36,9 +36,14 @@ int64_t pa_smsb_grain(aclDataType dtype, int64_t s2) {
     /* bytes one row moves: g + y + out in the dtype, plus one mask byte */
     const int64_t esize = dtype == ACL_FLOAT ? 4 : 2;
     const int64_t row_bytes = s2 * (3 * esize + 1);
-    const int64_t target = 128 * 1024;
+    /* ~1 MB: each chunk is a few long sequential streams (every new chunk makes the
+     * hardware prefetchers start over; 128 KB chunks were ~5% slower) */
+    const int64_t target = 1024 * 1024;
     if (row_bytes <= 0) return 1;
-    const int64_t g = (target + row_bytes - 1) / row_bytes;
+    int64_t g = (target + row_bytes - 1) / row_bytes;
+    /* rows up to 256 columns may go in groups of up to 16 rows (PA_SMSB_GROUP in
+     * softmax_grad_impl.h): chunks of whole groups */
+    if (s2 <= 256) g = (g + 15) & ~(int64_t)15;
     return g < 1 ? 1 : g;
 }
 
