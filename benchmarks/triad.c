@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 
 typedef struct { double *a, *b, *c; size_t lo, hi; int reps; pthread_barrier_t *bar; double *times; int id; } job;
@@ -31,11 +32,19 @@ static void *worker(void *p) {
     return NULL;
 }
 
+/* 2 MiB aligned with transparent huge pages, as pyaclnn's device allocations get. */
+static double *huge_array(size_t n) {
+    size_t bytes = (n * 8 + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+    double *p = aligned_alloc((size_t)2 << 20, bytes);
+    if (p != NULL) (void)madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
 int main(int argc, char **argv) {
     size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : (size_t)1 << 25;
     int reps = argc > 2 ? atoi(argv[2]) : 10;
     int nt = argc > 3 ? atoi(argv[3]) : 2;
-    double *a = aligned_alloc(64, n * 8), *b = aligned_alloc(64, n * 8), *c = aligned_alloc(64, n * 8);
+    double *a = huge_array(n), *b = huge_array(n), *c = huge_array(n);
     double *times = calloc((size_t)reps, sizeof *times);
     pthread_t th[256];
     job jobs[256];
