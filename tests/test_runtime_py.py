@@ -223,3 +223,23 @@ def test_runtime_info_and_knobs(runtime):
         pyaclnn.set_max_isa(None)
         pyaclnn.set_num_threads(n)
     assert pyaclnn.get_isa() == isa
+
+
+def test_malloc_alignment_follows_the_policy(runtime):
+    """Every allocation is 64-byte aligned; huge-page policies (HUGE_FIRST, the
+    samples' default) get 2 MiB alignment from 2 MiB up; NORMAL_ONLY does not ask for it."""
+    lib = pyaclnn.lib
+    two_mib = 2 << 20
+    with pyaclnn.DeviceBuffer(100) as small:
+        assert small.ptr % 64 == 0
+    with pyaclnn.DeviceBuffer(3 * two_mib, lib.ACL_MEM_MALLOC_HUGE_FIRST) as big:
+        assert big.ptr % two_mib == 0
+        buf = np.arange(3 * two_mib // 4, dtype=np.float32)
+        big.copy_from_host(buf)
+        assert np.array_equal(np.frombuffer(big.to_host(), np.float32), buf)
+    normal = [pyaclnn.DeviceBuffer(two_mib + 64, lib.ACL_MEM_MALLOC_NORMAL_ONLY) for _ in range(4)]
+    try:
+        assert all(b.ptr % 64 == 0 for b in normal)
+    finally:
+        for b in normal:
+            b.close()
