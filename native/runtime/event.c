@@ -139,6 +139,17 @@ static void record_complete(pa_event *e, uint64_t seq) {
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Takes a reference on both handles (released with event_release / pa_stream_release),
+ * or on neither when one of them is not live. */
+static aclError acquire_event_and_stream(aclrtEvent event, aclrtStream stream, const char *api, pa_event **e,
+                                         pa_stream **s) {
+    aclError rc = event_acquire(event, api, "event", e);
+    if (rc != ACL_SUCCESS) return rc;
+    rc = pa_stream_acquire(stream, api, s);
+    if (rc != ACL_SUCCESS) event_release(*e);
+    return rc;
+}
+
 static int record_task_run(void *p) {
     record_task *t = p;
     record_complete(t->ev, t->seq);
@@ -156,14 +167,9 @@ static void record_task_free(void *p) {
 PA_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     const char *api = "aclrtRecordEvent";
     pa_event *e = NULL;
-    aclError rc = event_acquire(event, api, "event", &e);
-    if (rc != ACL_SUCCESS) return rc;
     pa_stream *s = NULL;
-    rc = pa_stream_acquire(stream, api, &s);
-    if (rc != ACL_SUCCESS) {
-        event_release(e);
-        return rc;
-    }
+    aclError rc = acquire_event_and_stream(event, stream, api, &e, &s);
+    if (rc != ACL_SUCCESS) return rc;
     record_task *t = malloc(sizeof *t);
     if (t == NULL) {
         pa_stream_release(s);
@@ -329,14 +335,9 @@ static void wait_task_free(void *p) {
 PA_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
     const char *api = "aclrtStreamWaitEvent";
     pa_event *e = NULL;
-    aclError rc = event_acquire(event, api, "event", &e);
-    if (rc != ACL_SUCCESS) return rc;
     pa_stream *s = NULL;
-    rc = pa_stream_acquire(stream, api, &s);
-    if (rc != ACL_SUCCESS) {
-        event_release(e);
-        return rc;
-    }
+    aclError rc = acquire_event_and_stream(event, stream, api, &e, &s);
+    if (rc != ACL_SUCCESS) return rc;
     pthread_mutex_lock(&e->mu);
     uint64_t target = e->record_seq;
     bool done = e->done_seq >= target; /* never recorded, or already complete */
