@@ -72,18 +72,26 @@ def test_large_launch_returns_before_the_work_is_done(stream):
     grad, y, mask = softmax_case((4, 8, 256, 1024))
     with Tensor(grad) as g, Tensor(y) as yt, Tensor(mask) as m, Tensor.empty(grad.shape, np.float32) as out:
         size, ex = pyaclnn.aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(g, yt, m, 1.0, False, out)
+        ex.set_repeatable()
         start, end = Event(), Event()
-        start.record(stream)
-        t0 = time.perf_counter()
-        pyaclnn.aclnnScaledMaskedSoftmaxBackward(None, size, ex, stream)
-        t1 = time.perf_counter()
-        end.record(stream)
-        stream.synchronize()
-        t2 = time.perf_counter()
-        launch, wait = t1 - t0, t2 - t1
-        assert launch < wait, (launch, wait)
-        ms = Event.elapsed_ms(start, end)
-        assert 0 < ms < 1000 * (t2 - t0) + 1, (ms, t2 - t0)
+        timings = []
+        # A few tries: on a loaded 2-core machine the caller can be descheduled right
+        # after the launch; one try where the launch is the shorter part proves it.
+        for _ in range(3):
+            start.record(stream)
+            t0 = time.perf_counter()
+            pyaclnn.aclnnScaledMaskedSoftmaxBackward(None, size, ex, stream)
+            t1 = time.perf_counter()
+            end.record(stream)
+            stream.synchronize()
+            t2 = time.perf_counter()
+            timings.append((t1 - t0, t2 - t1))
+            ms = Event.elapsed_ms(start, end)
+            assert 0 < ms < 1000 * (t2 - t0) + 1, (ms, t2 - t0)
+            if t1 - t0 < t2 - t1:
+                break
+        assert any(launch < wait for launch, wait in timings), timings
+        ex.destroy()
         row = (1, 3, 200)
         want = reference.scaled_masked_softmax_backward(grad[row[:2]][None, None], y[row[:2]][None, None],
                                                         mask)[0, 0, row[2]]
