@@ -14,6 +14,8 @@ import pytest
 import pyaclnn
 from pyaclnn import reference as R
 
+from mutations import cast, reshape, setv, fmt, both
+
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -120,38 +122,6 @@ def run(p, stream=None):
 
 
 # --------------------------------------------------------------------------- mutations
-
-def cast(name, dt):
-    def f(p):
-        if isinstance(p[name], tuple):
-            p[name] = (p[name][0], np.dtype(dt))
-        else:
-            p[name] = p[name].astype(dt)
-    return f
-
-
-def reshape(name, shape):
-    def f(p):
-        if isinstance(p[name], tuple):
-            p[name] = (tuple(shape), p[name][1])
-        else:
-            p[name] = np.zeros(shape, p[name].dtype)
-    return f
-
-
-def setv(**kw):
-    return lambda p: p.update(kw)
-
-
-def fmt(name, format_value):
-    return lambda p: p["formats"].__setitem__(name, format_value)
-
-
-def both(*fs):
-    def f(p):
-        for g in fs:
-            g(p)
-    return f
 
 
 NZ = 29        # ACL_FORMAT_FRACTAL_NZ

@@ -13,6 +13,8 @@ import pytest
 import pyaclnn
 from pyaclnn import reference as R
 
+from mutations import cast, reshape, setv, fmt
+
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -88,31 +90,6 @@ def run(p):
 
 
 # --------------------------------------------------------------------------- mutations
-
-def cast(name, dt):
-    def f(p):
-        if isinstance(p[name], tuple):
-            p[name] = (p[name][0], np.dtype(dt))
-        else:
-            p[name] = p[name].astype(dt)
-    return f
-
-
-def reshape(name, shape):
-    def f(p):
-        if isinstance(p[name], tuple):
-            p[name] = (tuple(shape), p[name][1])
-        else:
-            p[name] = np.zeros(shape, p[name].dtype)
-    return f
-
-
-def setv(**kw):
-    return lambda p: p.update(kw)
-
-
-def fmt(name, value):
-    return lambda p: p["formats"].__setitem__(name, value)
 
 
 def strided_out(strides, offset=0, extra=0):
