@@ -59,7 +59,7 @@ typedef void (*nsa_gemm_fn)(const nsa_gemm_args *args);
 typedef void (*nsa_pgrad_fn)(float *s_to_p, float *dp_to_ds, int64_t n, int64_t nvis, float scale,
                              float m, float l, float dsum);
 
-/* One tier's kernels. Plain data: copied into op plans. */
+/* C = A B on bf16 pairs (AVX512_BF16). */
 typedef void (*nsa_gemm_bf16_fn)(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda,
                                  const uint16_t *b, float *c, int64_t ldc);
 
@@ -73,6 +73,12 @@ typedef struct nsa_grad_kernels {
 
 /* Kernels of the best tier not above `isa` that this build has. */
 nsa_grad_kernels nsa_grad_select(pa_isa isa);
+
+/* Shared front of the SIMD GEMMs: finishes g itself when no micro-kernel applies
+ * (empty sums: zero C unless accumulating; an A layout or N the micro-kernels do
+ * not cover: the scalar GEMM) and returns -1; otherwise returns the A layout,
+ * 0 = row-major (a_sk == 1) or 1 = column-major (a_sm == 1). */
+int nsa_gemm_front(const nsa_gemm_args *g);
 
 /* Per-tier entry points. */
 void nsa_gemm_scalar(const nsa_gemm_args *args);

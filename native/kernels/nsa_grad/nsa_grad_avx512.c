@@ -108,22 +108,9 @@ static int pick_nv(int64_t nvec) {
 }
 
 void nsa_gemm_avx512(const nsa_gemm_args *g) {
+    const int layout = nsa_gemm_front(g);
+    if (layout < 0) return;
     const int64_t M = g->m, N = g->n, K = g->k;
-    if (M <= 0 || N <= 0) return;
-    if (g->npanels <= 0 || K <= 0) {
-        if (!g->accumulate) {
-            for (int64_t m = 0; m < M; m++) memset(g->c + m * g->ldc, 0, (size_t)N * sizeof(float));
-        }
-        return;
-    }
-    int layout;
-    if (g->a_sk == 1) layout = 0;
-    else if (g->a_sm == 1) layout = 1;
-    else layout = -1;
-    if (layout < 0 || N % 16 != 0) { /* not produced by the driver */
-        nsa_gemm_scalar(g);
-        return;
-    }
     const int64_t nvec = N / 16;
     const int nv_main = pick_nv(nvec);
     /* panels per chunk: about NSA_KC k-rows */

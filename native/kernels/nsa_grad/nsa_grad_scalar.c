@@ -2,6 +2,7 @@
 #include "kernels/nsa_grad/nsa_grad.h"
 
 #include <math.h>
+#include <string.h>
 
 void nsa_gemm_scalar(const nsa_gemm_args *g) {
     const int64_t M = g->m, N = g->n, K = g->k;
@@ -20,6 +21,23 @@ void nsa_gemm_scalar(const nsa_gemm_args *g) {
             }
         }
     }
+}
+
+int nsa_gemm_front(const nsa_gemm_args *g) {
+    const int64_t M = g->m, N = g->n;
+    if (M <= 0 || N <= 0) return -1;
+    if (g->npanels <= 0 || g->k <= 0) {
+        if (!g->accumulate) {
+            for (int64_t m = 0; m < M; m++) memset(g->c + m * g->ldc, 0, (size_t)N * sizeof(float));
+        }
+        return -1;
+    }
+    const int layout = g->a_sk == 1 ? 0 : g->a_sm == 1 ? 1 : -1;
+    if (layout < 0 || N % 16 != 0) { /* not produced by the driver */
+        nsa_gemm_scalar(g);
+        return -1;
+    }
+    return layout;
 }
 
 void nsa_pgrad_scalar(float *sp, float *dpds, int64_t n, int64_t nvis, float scale, float m, float l,
