@@ -219,30 +219,32 @@ static bool ev_recorded_complete(const pa_event *e) {
     return e->record_seq > e->reset_seq && !ev_pending(e) && e->stamp_valid;
 }
 
-PA_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status) {
-    if (status == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtQueryEvent: status must not be NULL");
+/* Evaluates pred on a live event under its lock. */
+static aclError event_test(const char *api, aclrtEvent event, const void *status,
+                           bool (*pred)(const pa_event *), bool *out) {
+    if (status == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: status must not be NULL", api);
     pa_event *e = NULL;
-    aclError rc = event_acquire(event, "aclrtQueryEvent", "event", &e);
+    aclError rc = event_acquire(event, api, "event", &e);
     if (rc != ACL_SUCCESS) return rc;
     pthread_mutex_lock(&e->mu);
-    bool pending = ev_pending(e);
+    *out = pred(e);
     pthread_mutex_unlock(&e->mu);
     event_release(e);
-    *status = pending ? ACL_EVENT_STATUS_NOT_READY : ACL_EVENT_STATUS_COMPLETE;
     return ACL_SUCCESS;
 }
 
+PA_API aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status) {
+    bool pending = false;
+    aclError rc = event_test("aclrtQueryEvent", event, status, ev_pending, &pending);
+    if (rc == ACL_SUCCESS) *status = pending ? ACL_EVENT_STATUS_NOT_READY : ACL_EVENT_STATUS_COMPLETE;
+    return rc;
+}
+
 PA_API aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
-    if (status == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtQueryEventStatus: status must not be NULL");
-    pa_event *e = NULL;
-    aclError rc = event_acquire(event, "aclrtQueryEventStatus", "event", &e);
-    if (rc != ACL_SUCCESS) return rc;
-    pthread_mutex_lock(&e->mu);
-    bool done = ev_recorded_complete(e);
-    pthread_mutex_unlock(&e->mu);
-    event_release(e);
-    *status = done ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
-    return ACL_SUCCESS;
+    bool done = false;
+    aclError rc = event_test("aclrtQueryEventStatus", event, status, ev_recorded_complete, &done);
+    if (rc == ACL_SUCCESS) *status = done ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    return rc;
 }
 
 static aclError event_sync(const char *api, aclrtEvent event, int32_t timeout) {
