@@ -34,6 +34,10 @@ static inline bool pa_mul_ok(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }
 
+/* A double attribute as the float the vendor's tiling stores: round to nearest,
+ * overflow to +-inf, NaN stays NaN; no out-of-range conversion happens. */
+float pa_scale_to_f32(double d);
+
 /* 64-byte aligned allocation (NULL on failure or size 0). Free with pa_free_aligned. */
 void *pa_alloc_aligned(size_t size);
 void pa_free_aligned(void *p);
