@@ -8,24 +8,28 @@
  *   mx   = max z[i]
  *   e[i] = pa_smsf_exp(z[i] - mx)             (the polynomial below)
  *   s    = sum e[i]                           (the fixed order below)
- *   y[i] = e[i] / s, rounded once to the output dtype (nearest even).
+ *   y[i] = e[i] * (1 / s), rounded once to the output dtype (nearest even).
  * A row whose s is NaN (a NaN or +inf among its unmasked z, or only -inf) is
  * written as x86's default NaN (fp32 0xffc00000) in every element, so no bit
  * depends on NaN propagation order. Otherwise s >= 1 (the max element gives
  * e = 1) and every y is finite.
  *
- * Every tier performs exactly these fp32 operations, each rounded on its own
- * (no FMA), so all tiers give the same bits:
+ * Every tier performs exactly these fp32 operations, each rounded once (fma =
+ * fused multiply-add, one rounding; every other multiply and add rounded on its
+ * own, never contracted), so all tiers give the same bits:
  *
  * exp(x), x <= 0 or NaN:
- *   x  = (-110 > x) ? -110 : x               (NaN stays NaN; exp(-110) rounds to 0)
- *   t  = x * LOG2E;  t = t + MAGIC;  nf = t - MAGIC   (nf = round-to-even(x*log2e))
- *   n  = bits(t) - bits(MAGIC)               (the same integer, from t's bits)
- *   r  = x - nf * LN2_HI;  r = r - nf * LN2_LO
- *   p  = P0; p = p*r + P1; ... ; p = p*r + P5        (Horner, mul then add)
- *   p  = p * (r*r);  p = p + r;  p = p + 1
- *   n1 = n >> 1 (arithmetic), n2 = n - n1
- *   e  = (p * 2^n1) * 2^n2                   (the second multiply rounds denormals once)
+ *   cut = x < -87                  (e = +0 there: exp(-87) is about the last value
+ *                                   that stays normal; no denormal is ever formed,
+ *                                   which would cost a microcode assist per lane)
+ *   x  = (-87 > x) ? -87 : x       (NaN stays NaN)
+ *   t  = fma(x, LOG2E, MAGIC);  nf = t - MAGIC       (nf = x*log2e rounded to an integer, ties even)
+ *   r  = fma(nf, -LN2_HI, x);   r = fma(nf, -LN2_LO, r)
+ *   p  = fma(P0, r, P1); p = fma(p, r, P2); ... ; p = fma(p, r, P5)
+ *   p  = fma(p, r*r, r);  p = p + 1
+ *   e  = cut ? +0 : p * 2^nf      (exact: nf >= -126 and p > 1 there)
+ *
+ * y[i] = e[i] * inv with inv = 1 / s (one fp32 division per row).
  *
  * Summation order: 64 partial sums acc[0..63] (from +0); element i goes to
  * acc[i % 64] in increasing i; then the fixed tree
@@ -44,10 +48,9 @@
 #include "cpu/pa_cpu.h"
 
 #define PA_SMSF_MASK_VALUE (-10000.0f)
-#define PA_SMSF_EXP_LOW (-110.0f)
+#define PA_SMSF_EXP_LOW (-87.0f)
 #define PA_SMSF_LOG2E 1.44269504088896341f
 #define PA_SMSF_MAGIC 12582912.0f /* 1.5 * 2^23 */
-#define PA_SMSF_MAGIC_BITS 0x4b400000u
 #define PA_SMSF_LN2_HI 0.693359375f
 #define PA_SMSF_LN2_LO (-2.12194440e-4f)
 #define PA_SMSF_P0 1.9875691500e-4f

@@ -55,28 +55,23 @@ static inline __m256 apply_mask(__m256 v, const uint8_t *m, __m256 fill) {
 
 /* pa_smsf exp (softmax_fwd.h), 8 lanes. max_ps(LOW, x) = LOW > x ? LOW : x. */
 static inline __m256 exp8(__m256 x) {
+    const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(PA_SMSF_EXP_LOW), _CMP_NLT_UQ);
     x = _mm256_max_ps(_mm256_set1_ps(PA_SMSF_EXP_LOW), x);
-    __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(PA_SMSF_LOG2E));
-    t = _mm256_add_ps(t, _mm256_set1_ps(PA_SMSF_MAGIC));
+    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(PA_SMSF_LOG2E), _mm256_set1_ps(PA_SMSF_MAGIC));
     const __m256 nf = _mm256_sub_ps(t, _mm256_set1_ps(PA_SMSF_MAGIC));
-    const __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32((int)PA_SMSF_MAGIC_BITS));
-    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(nf, _mm256_set1_ps(PA_SMSF_LN2_HI)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(nf, _mm256_set1_ps(PA_SMSF_LN2_LO)));
-    __m256 p = _mm256_set1_ps(PA_SMSF_P0);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(PA_SMSF_P1));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(PA_SMSF_P2));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(PA_SMSF_P3));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(PA_SMSF_P4));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(PA_SMSF_P5));
-    p = _mm256_mul_ps(p, _mm256_mul_ps(r, r));
-    p = _mm256_add_ps(p, r);
+    __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-PA_SMSF_LN2_HI), x);
+    r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-PA_SMSF_LN2_LO), r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(PA_SMSF_P0), r, _mm256_set1_ps(PA_SMSF_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P5));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
     p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
-    const __m256i n1 = _mm256_srai_epi32(n, 1);
-    const __m256i n2 = _mm256_sub_epi32(n, n1);
-    const __m256i bias = _mm256_set1_epi32(127);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    /* 2^nf from t's low bits */
+    const __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(_mm256_set1_ps(PA_SMSF_MAGIC)));
+    const __m256 pw = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+    return _mm256_and_ps(keep, _mm256_mul_ps(p, pw));
 }
 
 static inline float hmax8(__m256 v) {
@@ -145,8 +140,8 @@ static inline float reduce8(const __m256 acc[8]) {
             acc[k] = _mm256_add_ps(acc[k], e);                                                       \
         }                                                                                            \
         const float sum = reduce8(acc);                                                              \
-        /* C: y = e / sum */                                                                         \
-        const __m256 s = _mm256_set1_ps(sum);                                                        \
+        /* C: y = e * (1 / sum) */                                                                         \
+        const __m256 s = _mm256_set1_ps(1.0f / sum);                                                        \
         const bool nan_row = sum != sum;                                                             \
         const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)PA_SMSF_NAN_BITS));           \
         int64_t head = 0;                                                                            \
@@ -161,11 +156,11 @@ static inline float reduce8(const __m256 acc[8]) {
             const int64_t end = part == 0 ? head : n;                                                \
             const bool full_nt = part == 1 && stream;                                                \
             for (; i + 8 <= end; i += 8) {                                                           \
-                const __m256 v = nan_row ? qnan : _mm256_div_ps(_mm256_loadu_ps(z + i), s);          \
+                const __m256 v = nan_row ? qnan : _mm256_mul_ps(_mm256_loadu_ps(z + i), s);          \
                 ST(o + i * (ES), v, full_nt);                                                        \
             }                                                                                        \
             if (i < end) {                                                                           \
-                const __m256 v = nan_row ? qnan : _mm256_div_ps(_mm256_loadu_ps(z + i), s);          \
+                const __m256 v = nan_row ? qnan : _mm256_mul_ps(_mm256_loadu_ps(z + i), s);          \
                 _Alignas(32) char t[32];                                                             \
                 ST(t, v, false);                                                                     \
                 memcpy(o + i * (ES), t, (size_t)((end - i) * (ES)));                                 \

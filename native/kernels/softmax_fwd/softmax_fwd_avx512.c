@@ -2,7 +2,7 @@
  *
  * Three passes per row, the last two over an fp32 scratch row that stays in L1
  * (S2 <= 4096): (A) z = masked x*scale, stored, running max; (B) e = exp(z - max),
- * stored over z, summed in 4 zmm accumulators; (C) y = e / sum, rounded and
+ * stored over z, summed in 4 zmm accumulators; (C) y = e * (1 / sum), rounded and
  * stored, non-temporally for large outputs. Only pass A touches x and the mask,
  * only pass C touches y. Same operations as the scalar oracle (softmax_fwd.h). */
 #include "kernels/softmax_fwd/softmax_fwd_impl.h"
@@ -72,30 +72,23 @@ static inline __mmask16 ldm_mask(const uint8_t *m, __mmask16 k) {
     return _mm_test_epi8_mask(v, v);
 }
 
-/* pa_smsf exp (softmax_fwd.h), 16 lanes. max_ps(LOW, x) = LOW > x ? LOW : x. */
+/* pa_smsf exp (softmax_fwd.h), 16 lanes. max_ps(LOW, x) = LOW > x ? LOW : x.
+ * scalef(p, nf) = p * 2^nf, exact here, like the oracle's bit-built power. */
 static inline __m512 exp16(__m512 x) {
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(PA_SMSF_EXP_LOW), _CMP_NLT_UQ);
     x = _mm512_max_ps(_mm512_set1_ps(PA_SMSF_EXP_LOW), x);
-    __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(PA_SMSF_LOG2E));
-    t = _mm512_add_ps(t, _mm512_set1_ps(PA_SMSF_MAGIC));
+    const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(PA_SMSF_LOG2E), _mm512_set1_ps(PA_SMSF_MAGIC));
     const __m512 nf = _mm512_sub_ps(t, _mm512_set1_ps(PA_SMSF_MAGIC));
-    const __m512i n = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32((int)PA_SMSF_MAGIC_BITS));
-    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(nf, _mm512_set1_ps(PA_SMSF_LN2_HI)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(nf, _mm512_set1_ps(PA_SMSF_LN2_LO)));
-    __m512 p = _mm512_set1_ps(PA_SMSF_P0);
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(PA_SMSF_P1));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(PA_SMSF_P2));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(PA_SMSF_P3));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(PA_SMSF_P4));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(PA_SMSF_P5));
-    p = _mm512_mul_ps(p, _mm512_mul_ps(r, r));
-    p = _mm512_add_ps(p, r);
+    __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-PA_SMSF_LN2_HI), x);
+    r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-PA_SMSF_LN2_LO), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(PA_SMSF_P0), r, _mm512_set1_ps(PA_SMSF_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P5));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
     p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
-    const __m512i n1 = _mm512_srai_epi32(n, 1);
-    const __m512i n2 = _mm512_sub_epi32(n, n1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
-    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
-    return _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
+    return _mm512_maskz_scalef_ps(keep, p, nf);
 }
 
 /* the summation tree of softmax_fwd.h on 4 x 16 accumulators */
@@ -152,8 +145,8 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
             acc[k] = _mm512_mask_add_ps(acc[k], km, acc[k], e);                                      \
         }                                                                                            \
         const float sum = reduce4(acc[0], acc[1], acc[2], acc[3]);                                   \
-        /* C: y = e / sum */                                                                         \
-        const __m512 s = _mm512_set1_ps(sum);                                                        \
+        /* C: y = e * (1 / sum) */                                                                         \
+        const __m512 s = _mm512_set1_ps(1.0f / sum);                                                      \
         const bool nan_row = sum != sum;                                                             \
         const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)PA_SMSF_NAN_BITS));           \
         i = 0;                                                                                       \
@@ -165,23 +158,23 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
         }                                                                                            \
         for (; i < head; i += 16) {                                                                  \
             const __mmask16 k = tail_mask(head - i);                                                 \
-            STM(o + i * (ES), k, nan_row ? qnan : _mm512_div_ps(_mm512_load_ps(z + i), s));          \
+            STM(o + i * (ES), k, nan_row ? qnan : _mm512_mul_ps(_mm512_load_ps(z + i), s));          \
         }                                                                                            \
         i = head;                                                                                    \
         if (nan_row) {                                                                               \
             for (; i + 32 <= n; i += 32) ST2(o + i * (ES), qnan, qnan);                              \
         } else if (stream) {                                                                         \
             for (; i + 32 <= n; i += 32)                                                             \
-                ST2NT(o + i * (ES), _mm512_div_ps(_mm512_loadu_ps(z + i), s),                        \
-                      _mm512_div_ps(_mm512_loadu_ps(z + i + 16), s));                                \
+                ST2NT(o + i * (ES), _mm512_mul_ps(_mm512_loadu_ps(z + i), s),                        \
+                      _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s));                                \
         } else {                                                                                     \
             for (; i + 32 <= n; i += 32)                                                             \
-                ST2(o + i * (ES), _mm512_div_ps(_mm512_loadu_ps(z + i), s),                          \
-                    _mm512_div_ps(_mm512_loadu_ps(z + i + 16), s));                                  \
+                ST2(o + i * (ES), _mm512_mul_ps(_mm512_loadu_ps(z + i), s),                          \
+                    _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s));                                  \
         }                                                                                            \
         for (; i < n; i += 16) {                                                                     \
             const __mmask16 k = tail_mask(n - i);                                                    \
-            STM(o + i * (ES), k, nan_row ? qnan : _mm512_div_ps(_mm512_maskz_loadu_ps(k, z + i), s)); \
+            STM(o + i * (ES), k, nan_row ? qnan : _mm512_mul_ps(_mm512_maskz_loadu_ps(k, z + i), s)); \
         }                                                                                            \
     }
 

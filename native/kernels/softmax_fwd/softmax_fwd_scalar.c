@@ -3,6 +3,8 @@
  * directly and recomputes z in each pass, so it needs no scratch. */
 #include "kernels/softmax_fwd/softmax_fwd_impl.h"
 
+#include <math.h>
+
 #include "common/pa_half.h"
 
 static inline float ld_f32(const char *p) { float v; memcpy(&v, p, 4); return v; }
@@ -17,28 +19,23 @@ static inline float mul_f32(float x, float s) { return x * s; }
 static inline float mul_f16(float x, float s) { return pa_f16_to_f32(pa_f32_to_f16(x * s)); }
 
 static inline float exp_poly(float x) {
+    const bool cut = x < PA_SMSF_EXP_LOW;
     x = PA_SMSF_EXP_LOW > x ? PA_SMSF_EXP_LOW : x;
-    float t = x * PA_SMSF_LOG2E;
-    t = t + PA_SMSF_MAGIC;
+    const float t = fmaf(x, PA_SMSF_LOG2E, PA_SMSF_MAGIC);
     const float nf = t - PA_SMSF_MAGIC;
-    const int32_t n = (int32_t)(pa_f32_bits(t) - PA_SMSF_MAGIC_BITS);
-    float r = x - nf * PA_SMSF_LN2_HI;
-    r = r - nf * PA_SMSF_LN2_LO;
-    float p = PA_SMSF_P0;
-    p = p * r + PA_SMSF_P1;
-    p = p * r + PA_SMSF_P2;
-    p = p * r + PA_SMSF_P3;
-    p = p * r + PA_SMSF_P4;
-    p = p * r + PA_SMSF_P5;
-    const float r2 = r * r;
-    p = p * r2;
-    p = p + r;
+    float r = fmaf(nf, -PA_SMSF_LN2_HI, x);
+    r = fmaf(nf, -PA_SMSF_LN2_LO, r);
+    float p = fmaf(PA_SMSF_P0, r, PA_SMSF_P1);
+    p = fmaf(p, r, PA_SMSF_P2);
+    p = fmaf(p, r, PA_SMSF_P3);
+    p = fmaf(p, r, PA_SMSF_P4);
+    p = fmaf(p, r, PA_SMSF_P5);
+    p = fmaf(p, r * r, r);
     p = p + 1.0f;
-    const int32_t n1 = n >> 1; /* arithmetic shift (GCC / Clang) */
-    const int32_t n2 = (int32_t)((uint32_t)n - (uint32_t)n1);
-    const float s1 = pa_bits_f32((uint32_t)(n1 + 127) << 23);
-    const float s2 = pa_bits_f32((uint32_t)(n2 + 127) << 23);
-    return (p * s1) * s2;
+    /* 2^nf from t's low bits (no float -> int conversion, so NaN is harmless) */
+    const int32_t n = (int32_t)(pa_f32_bits(t) - pa_f32_bits(PA_SMSF_MAGIC));
+    const float scale = pa_bits_f32((uint32_t)(n + 127) << 23);
+    return cut ? 0.0f : p * scale;
 }
 
 static inline float reduce64(const float acc[64]) {
@@ -77,12 +74,13 @@ static inline float reduce64(const float acc[64]) {
                 acc[i & 63] += exp_poly(z - mx);                                                     \
             }                                                                                        \
             const float sum = reduce64(acc);                                                         \
+            const float inv = 1.0f / sum;                                                            \
             if (sum != sum) {                                                                        \
                 for (int64_t i = 0; i < S2; i++) ST(o + i * (ES), pa_bits_f32(PA_SMSF_NAN_BITS));   \
             } else {                                                                                 \
                 for (int64_t i = 0; i < S2; i++) {                                                   \
                     const float z = mp[i * mstep] ? PA_SMSF_MASK_VALUE : MUL(LD(xp + i * xstep), sc); \
-                    ST(o + i * (ES), exp_poly(z - mx) / sum);                                        \
+                    ST(o + i * (ES), exp_poly(z - mx) * inv);                                        \
                 }                                                                                    \
             }                                                                                        \
             o += S2 * (ES);                                                                          \
