@@ -56,9 +56,9 @@ def scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False, half_scale=No
     if xa.ndim != 4:
         raise ValueError(f"x must be 4-D, got {xa.shape}")
     _check_mask(m, xa.shape)
-    sc = np.float32(scale)
     x32 = xa.astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
+        sc = np.float32(scale)
         if half_scale:
             z = (x32 * np.float32(np.float16(sc))).astype(np.float16)
         else:
