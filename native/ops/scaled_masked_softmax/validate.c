@@ -1,7 +1,8 @@
 /* aclnnScaledMaskedSoftmaxGetWorkspaceSize argument checks, in the order of the
  * vendor's aclnn layer: NULLs (561103, as the vendor's code; its doc says
  * 161001), dtypes, ranks, mask broadcast, S2 range; then what pyaclnn adds for
- * memory safety (y shape = x shape, no empty dims, plain formats, contiguous y);
+ * memory safety (y shape = x shape, no empty dims, plain formats, views inside
+ * their storage, contiguous y);
  * fixedTriuMask last, as in the vendor's code. Every message names the
  * parameter, what was expected and what was given. */
 #include "ops/scaled_masked_softmax/smsf.h"
@@ -87,7 +88,10 @@ aclnnStatus pa_smsf_validate(const aclTensor *x, const aclTensor *mask, bool fix
                            ts[i].name, pa_format_name(ts[i].t->format));
         }
     }
-    /* (the generic view checks go here) */
+    for (size_t i = 0; i < 3; i++) {
+        const int rc = pa_tensor_check_view(PA_SMSF_WS_API, ts[i].name, ts[i].t);
+        if (rc != 0) return rc;
+    }
     const pa_tview yv = pa_tview_of(y);
     if (!pa_tview_is_contiguous(&yv)) {
         char s3[160];

@@ -22,17 +22,6 @@ static void run_rows(void *ctx, int64_t begin, int64_t end) {
 static int smsb_run(const void *plan, void *workspace, uint64_t workspace_size) {
     PA_UNUSED(workspace), PA_UNUSED(workspace_size);
     const pa_smsb_plan *p = plan;
-    const struct { const char *name; const pa_tview *v; } views[] = {
-        {"gradOutput", &p->g}, {"y", &p->y}, {"mask", &p->mask}, {"out", &p->out},
-    };
-    for (size_t i = 0; i < 4; i++) {
-        if (views[i].v->base == NULL) {
-            return pa_fail(ACLNN_ERR_RUNTIME_ERROR,
-                           PA_SMSB_API ": %s has no device address (its data pointer is NULL); give one in "
-                           "aclCreateTensor or with aclSetInputTensorAddr / aclSetOutputTensorAddr",
-                           views[i].name);
-        }
-    }
     smsb_ctx c;
     c.fn = p->fn;
     c.args.g = pa_tview_ptr(&p->g);
@@ -55,7 +44,9 @@ static int smsb_run(const void *plan, void *workspace, uint64_t workspace_size) 
     return ACLNN_SUCCESS;
 }
 
-static const pa_op_def smsb_op = {PA_SMSB_API, smsb_run};
+static const char *const smsb_in_names[] = {"gradOutput", "y", "mask"};
+static const char *const smsb_out_names[] = {"out"};
+static const pa_op_def smsb_op = {PA_SMSB_API, smsb_run, smsb_in_names, smsb_out_names};
 
 PA_API aclnnStatus aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *y,
                                                                    const aclTensor *mask, double scale,
