@@ -309,3 +309,40 @@ def test_null_data_pointer_is_refused():
             assert "y" in pyaclnn.get_recent_err_msg()
     finally:
         lib.aclDestroyTensor(y)
+
+
+def _raw_tensor(buf, shape, dtype_enum, strides, offset, storage):
+    ffi, lib = pyaclnn.ffi, pyaclnn.lib
+    dims = ffi.new("int64_t[]", list(shape))
+    st = ffi.new("int64_t[]", list(strides))
+    sd = ffi.new("int64_t[]", list(storage))
+    return lib.aclCreateTensor(dims, len(shape), dtype_enum, st, offset, pyaclnn.ACL_FORMAT_ND, sd, len(storage),
+                               buf.cdata)
+
+
+@pytest.mark.parametrize("which,strides,offset,storage,needle", [
+    ("x", (256, 64, -1, 1), 0, (1536,), "x strides must be non-negative"),
+    ("x", (768, 256, 64, 1), -3, (1536,), "x view offset must be >= 0"),
+    ("x", (768, 256, 64, 1), 1, (1536,), "x view"),               # one element past the storage
+    ("mask", (768, 256, 64, 1), 0, (1535,), "mask view"),
+])
+def test_views_outside_their_storage(which, strides, offset, storage, needle):
+    """The shared view check (pa_tensor_check_view) runs for every tensor."""
+    ffi, lib = pyaclnn.ffi, pyaclnn.lib
+    shape = (2, 3, 4, 64)
+    with contextlib.ExitStack() as st:
+        buf = st.enter_context(pyaclnn.DeviceBuffer(4 * 4096))
+        good = {"x": _raw_tensor(buf, shape, pyaclnn.ACL_FLOAT, (768, 256, 64, 1), 0, (1536,)),
+                "mask": _raw_tensor(buf, shape, pyaclnn.ACL_BOOL, (768, 256, 64, 1), 0, (1536,)),
+                "y": _raw_tensor(buf, shape, pyaclnn.ACL_FLOAT, (768, 256, 64, 1), 0, (1536,))}
+        dt = pyaclnn.ACL_FLOAT if which == "x" else pyaclnn.ACL_BOOL
+        good[which + "_bad"] = bad = _raw_tensor(buf, shape, dt, strides, offset, storage)
+        for t in good.values():
+            st.callback(lib.aclDestroyTensor, t)
+        args = dict(good, **{which: bad})
+        ws = ffi.new("uint64_t *")
+        ex = ffi.new("aclOpExecutor **")
+        rc = lib.aclnnScaledMaskedSoftmaxGetWorkspaceSize(args["x"], args["mask"], 1.0, False, args["y"], ws, ex)
+        assert rc == PARAM_INVALID
+        msg = pyaclnn.get_recent_err_msg()
+        assert msg.startswith(WS_API) and needle in msg, msg
