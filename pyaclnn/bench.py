@@ -165,6 +165,43 @@ def bench_softmax(shape, mask_shape, dt_name, runs, rng, with_torch):
     return res
 
 
+# ---------------------------------------------------------------- softmax forward
+def bench_softmax_fwd(shape, mask_shape, dt_name, runs, rng, with_torch):
+    dt = DTYPES[dt_name]
+    x = rng.standard_normal(shape, dtype=np.float32).astype(dt)
+    mask = rng.random(mask_shape) < 0.25
+    scale = 0.125
+    stream = pyaclnn.Stream()
+    tx, tm = pyaclnn.Tensor(x), pyaclnn.Tensor(mask)
+    ty = pyaclnn.Tensor.empty(shape, dt)
+    ws, ex = pyaclnn.aclnnScaledMaskedSoftmaxGetWorkspaceSize(tx, tm, scale, False, ty)
+    ex.set_repeatable()
+    workspace = pyaclnn.DeviceBuffer(ws) if ws else None
+
+    def ours():
+        pyaclnn.aclnnScaledMaskedSoftmax(workspace, ws, ex, stream)
+        stream.synchronize()
+
+    t_ours = _median_time(ours, runs)
+    ex.destroy()
+    for t in (tx, tm, ty):
+        t.close()
+    stream.close()
+    nbytes = 2 * x.nbytes + mask.nbytes  # read x, write y, read the mask once
+    res = {"ours_s": t_ours, "bytes": nbytes, "gbps": nbytes / t_ours / 1e9}
+    if with_torch and torch is not None:
+        tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
+        txt = torch.from_numpy(x.astype(np.float32)).to(tdt)
+        tmt = torch.from_numpy(mask)
+
+        def peer():
+            return torch.softmax((txt * scale).masked_fill(tmt, -10000), -1)
+
+        with torch.no_grad():
+            res["torch_s"] = _median_time(peer, max(3, runs // 2))
+    return res
+
+
 # ---------------------------------------------------------------- NSA backward
 def nsa_flops(t1, n1, c, b, d, dv):
     return 2.0 * t1 * n1 * c * b * (3 * d + 2 * dv)
@@ -297,6 +334,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write all figures as JSON")
     ap.add_argument("--threads", type=int, default=0, help="kernel threads (default: all usable)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peers")
+    ap.add_argument("--only", action="append", choices=("smsb", "smsf", "nsa", "overhead"),
+                    help="run only these groups (repeatable): softmax backward / forward, NSA, small-op overhead")
     args = ap.parse_args(argv)
 
     pyaclnn.ensure_initialized()
@@ -315,13 +354,15 @@ def main(argv=None) -> int:
           f"  threads={threads}  torch={torch.__version__ if with_torch else 'not used'}")
     tmp = Path(tempfile.mkdtemp(prefix="pyaclnn-bench-"))
     try:
+        want = set(args.only or ("smsb", "smsf", "nsa", "overhead"))
         triad = triad_gbps(threads, args.quick, tmp)
-        sgemm = sgemm_gflops(threads, args.quick)
+        sgemm = sgemm_gflops(threads, args.quick) if "nsa" in want else float("nan")
         print(f"machine limits: STREAM triad {triad:.1f} GB/s ({threads} threads);"
               f" numpy sgemm 4096^3 {sgemm:.1f} GFLOP/s")
         rows = []
         results = {"info": info, "triad_gbps": triad, "sgemm_gflops": sgemm, "cases": {}}
 
+        groups = want
         # softmax backward
         sm_cases = [("[8,16,512,512] mask [8,1,512,512]", (8, 16, 512, 512), (8, 1, 512, 512), dt,
                      0.75, True) for dt in ("fp32", "fp16", "bf16")]
@@ -332,7 +373,7 @@ def main(argv=None) -> int:
         if args.quick:
             sm_cases = [(n, (s[0] // 2, *s[1:]), (max(1, m[0] // 2), *m[1:]) if m[0] > 1 else m, dt, f, tt)
                         for n, s, m, dt, f, tt in sm_cases]
-        for name, shape, mshape, dt, frac_target, peer in sm_cases:
+        for name, shape, mshape, dt, frac_target, peer in (sm_cases if "smsb" in groups else []):
             r = bench_softmax(shape, mshape, dt, runs, rng, with_torch and peer)
             results["cases"][f"softmax {name} {dt}"] = r
             frac = r["gbps"] / triad
@@ -347,14 +388,29 @@ def main(argv=None) -> int:
                 rows.append(_row(f"  vs torch _softmax_backward_data", r["ours_s"] * 1e3,
                                  r["torch_alone_s"] * 1e3, ratio2, "", None, ">= 2x", ratio2 >= 2))
 
+        # softmax forward: read x, read the mask once, write y
+        fwd_shape, fwd_mshape = ((4, 16, 512, 512), (4, 1, 512, 512)) if args.quick else \
+            ((8, 16, 512, 512), (8, 1, 512, 512))
+        for dt in (("fp32", "bf16") if "smsf" in groups else ()):
+            r = bench_softmax_fwd(fwd_shape, fwd_mshape, dt, runs, rng, with_torch)
+            results["cases"][f"softmax forward {list(fwd_shape)} mask {list(fwd_mshape)} {dt}"] = r
+            frac = r["gbps"] / triad
+            rows.append(_row(f"SMSF {dt} {list(fwd_shape)} m[B,1]", r["ours_s"] * 1e3, None, None,
+                             f"{r['gbps']:.1f} GB/s", frac, ">= 75% triad", frac >= 0.75))
+            if "torch_s" in r:
+                ratio = r["torch_s"] / r["ours_s"]
+                rows.append(_row("  vs torch softmax(x*s masked_fill)", r["ours_s"] * 1e3, r["torch_s"] * 1e3,
+                                 ratio, "", None, ">= 5x", ratio >= 5))
+
         # NSA backward
+        run_nsa = "nsa" in groups
         big = dict(t=2048, batches=1, n1=16, n2=1, d=192, dv=128, bsz=64, cnt=16, sparse=2)
         gqa = dict(t=1024, batches=4, n1=32, n2=4, d=128, dv=128, bsz=64, cnt=16, sparse=2)
         if args.quick:
             big = dict(big, t=1024)
             gqa = dict(gqa, batches=2)
         torch_runs = 1 if args.quick else 3
-        for dt in ("bf16", "fp16"):
+        for dt in (("bf16", "fp16") if run_nsa else ()):
             r = bench_nsa(big, dt, runs, rng, with_torch and not args.quick, torch_runs)
             results["cases"][f"nsa T={big['t']} N1=16 N2=1 D=192 Dv=128 {dt}"] = r
             frac = r["gflops"] / sgemm
@@ -365,28 +421,30 @@ def main(argv=None) -> int:
                 ratio = r["torch_s"] / r["ours_s"]
                 rows.append(_row("  vs torch autograd (gather)", r["ours_s"] * 1e3, r["torch_s"] * 1e3,
                                  ratio, "", None, ">= 15x", ratio >= 15))
-        r = bench_nsa(gqa, "bf16", runs, rng, False, 0)
-        results["cases"]["nsa 4x1024 N1=32 N2=4 D=Dv=128 bf16"] = r
-        frac = r["gflops"] / sgemm
-        rows.append(_row(f"NSA bf16 {gqa['batches']}x1024 N1=32 N2=4 D=128", r["ours_s"] * 1e3, None,
-                         None, f"{r['gflops']:.1f} GFLOP/s", frac, ">= 35% sgemm", frac >= 0.35))
+        if run_nsa:
+            r = bench_nsa(gqa, "bf16", runs, rng, False, 0)
+            results["cases"]["nsa 4x1024 N1=32 N2=4 D=Dv=128 bf16"] = r
+            frac = r["gflops"] / sgemm
+            rows.append(_row(f"NSA bf16 {gqa['batches']}x1024 N1=32 N2=4 D=128", r["ours_s"] * 1e3, None,
+                             None, f"{r['gflops']:.1f} GFLOP/s", frac, ">= 35% sgemm", frac >= 0.35))
 
         # Scaling at fixed selection with sparseMode 0: every selected key is visible,
         # so the work really is proportional to T1 (under sparseMode 2 the share of
         # fully masked blocks, which the kernel skips, itself changes with T1).
-        sweep = [1024, 2048] if args.quick else [1024, 2048, 4096]
-        per_flop = []
-        for t in sweep:
-            r = bench_nsa(dict(big, t=t, sparse=0), "bf16", max(3, runs // 2), rng, False, 0)
-            results["cases"][f"nsa scaling T={t}"] = r
-            per_flop.append(r["ours_s"] / r["flops"])
-        center = statistics.mean(per_flop)
-        spread = max(abs(p / center - 1) for p in per_flop)  # largest deviation from the mean
-        rows.append(_row(f"NSA scaling T1={sweep} sparse 0", None, None, None,
-                         " / ".join(f"{1e12 * p:.2f}" for p in per_flop) + f" ps/FLOP (max dev {spread:.0%})", None,
-                         "within +-20%", spread <= 0.20))
+        if run_nsa:
+            sweep = [1024, 2048] if args.quick else [1024, 2048, 4096]
+            per_flop = []
+            for t in sweep:
+                r = bench_nsa(dict(big, t=t, sparse=0), "bf16", max(3, runs // 2), rng, False, 0)
+                results["cases"][f"nsa scaling T={t}"] = r
+                per_flop.append(r["ours_s"] / r["flops"])
+            center = statistics.mean(per_flop)
+            spread = max(abs(p / center - 1) for p in per_flop)  # largest deviation from the mean
+            rows.append(_row(f"NSA scaling T1={sweep} sparse 0", None, None, None,
+                             " / ".join(f"{1e12 * p:.2f}" for p in per_flop) + f" ps/FLOP (max dev {spread:.0%})", None,
+                             "within +-20%", spread <= 0.20))
 
-        us = small_op_overhead_us(tmp, args.quick)
+        us = small_op_overhead_us(tmp, args.quick) if "overhead" in groups else None
         if us is not None:
             results["small_op_overhead_us"] = us
             rows.append(_row("small-op overhead [1,1,1,16] from C", None, None, None,

@@ -22,12 +22,12 @@
  *   cut = x < -87                  (e = +0 there: exp(-87) is about the last value
  *                                   that stays normal; no denormal is ever formed,
  *                                   which would cost a microcode assist per lane)
- *   x  = (-87 > x) ? -87 : x       (NaN stays NaN)
- *   t  = fma(x, LOG2E, MAGIC);  nf = t - MAGIC       (nf = x*log2e rounded to an integer, ties even)
- *   r  = fma(nf, -LN2_HI, x);   r = fma(nf, -LN2_LO, r)
- *   p  = fma(P0, r, P1); p = fma(p, r, P2); ... ; p = fma(p, r, P5)
- *   p  = fma(p, r*r, r);  p = p + 1
- *   e  = cut ? +0 : p * 2^nf      (exact: nf >= -126 and p > 1 there)
+ *   t  = x * LOG2E;  nf = t rounded to an integer, ties to even
+ *   r  = fma(nf, -LN2_HI, x);  r = fma(nf, -LN2_LO, r)        (|r| <= ln2/2)
+ *   p  = fma(C6, r, C5); p = fma(p, r, C4); ... ; p = fma(p, r, C0)
+ *   e  = cut ? +0 : p * 2^nf      (exact: nf >= -126 and p > 1.39 when nf = -126)
+ * C0..C6: a degree-6 fit of exp on [-ln2/2, ln2/2] (max error 1.2 * 2^-24 relative
+ * in this fp32 evaluation).
  *
  * y[i] = e[i] * inv with inv = 1 / s (one fp32 division per row).
  *
@@ -50,15 +50,16 @@
 #define PA_SMSF_MASK_VALUE (-10000.0f)
 #define PA_SMSF_EXP_LOW (-87.0f)
 #define PA_SMSF_LOG2E 1.44269504088896341f
-#define PA_SMSF_MAGIC 12582912.0f /* 1.5 * 2^23 */
+#define PA_SMSF_MAGIC 12582912.0f /* 1.5 * 2^23: (t + MAGIC) - MAGIC rounds |t| < 2^22 to an integer */
 #define PA_SMSF_LN2_HI 0.693359375f
 #define PA_SMSF_LN2_LO (-2.12194440e-4f)
-#define PA_SMSF_P0 1.9875691500e-4f
-#define PA_SMSF_P1 1.3981999507e-3f
-#define PA_SMSF_P2 8.3334519073e-3f
-#define PA_SMSF_P3 4.1665795894e-2f
-#define PA_SMSF_P4 1.6666665459e-1f
-#define PA_SMSF_P5 5.0000001201e-1f
+#define PA_SMSF_C0 0x1p+0f
+#define PA_SMSF_C1 0x1p+0f
+#define PA_SMSF_C2 0x1.fffffap-2f
+#define PA_SMSF_C3 0x1.55540cp-3f
+#define PA_SMSF_C4 0x1.5558e2p-5f
+#define PA_SMSF_C5 0x1.126cacp-7f
+#define PA_SMSF_C6 0x1.6a87acp-10f
 #define PA_SMSF_NAN_BITS 0xffc00000u
 
 /* The problem, as the kernels see it. Pointers address element 0 of each view;

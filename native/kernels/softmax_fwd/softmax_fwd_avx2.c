@@ -40,7 +40,6 @@ static inline void st_bf16(void *p, __m256 v, bool nt) {
     else _mm_storeu_si128((__m128i *)p, h);
 }
 
-/* lanes l < cnt set */
 static inline __m256 lanes_below(int64_t cnt) {
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cnt > 8 ? 8 : cnt)), iota));
@@ -53,23 +52,22 @@ static inline __m256 apply_mask(__m256 v, const uint8_t *m, __m256 fill) {
     return _mm256_blendv_ps(fill, v, keep);
 }
 
-/* pa_smsf exp (softmax_fwd.h), 8 lanes. max_ps(LOW, x) = LOW > x ? LOW : x. */
+/* pa_smsf exp (softmax_fwd.h), 8 lanes. Cut lanes may hold garbage until the
+ * final and, which zeroes them. */
 static inline __m256 exp8(__m256 x) {
     const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(PA_SMSF_EXP_LOW), _CMP_NLT_UQ);
-    x = _mm256_max_ps(_mm256_set1_ps(PA_SMSF_EXP_LOW), x);
-    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(PA_SMSF_LOG2E), _mm256_set1_ps(PA_SMSF_MAGIC));
-    const __m256 nf = _mm256_sub_ps(t, _mm256_set1_ps(PA_SMSF_MAGIC));
+    const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(PA_SMSF_LOG2E));
+    const __m256 nf = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-PA_SMSF_LN2_HI), x);
     r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-PA_SMSF_LN2_LO), r);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(PA_SMSF_P0), r, _mm256_set1_ps(PA_SMSF_P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_P5));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
-    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
-    /* 2^nf from t's low bits */
-    const __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(_mm256_set1_ps(PA_SMSF_MAGIC)));
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(PA_SMSF_C6), r, _mm256_set1_ps(PA_SMSF_C5));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C0));
+    /* 2^nf for kept lanes (nf in [-126, 0]) */
+    const __m256i n = _mm256_cvtps_epi32(nf);
     const __m256 pw = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
     return _mm256_and_ps(keep, _mm256_mul_ps(p, pw));
 }

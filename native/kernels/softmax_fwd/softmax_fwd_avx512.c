@@ -62,7 +62,6 @@ static inline void st2_bf16(void *p, __m512 a, __m512 b) { _mm512_storeu_si512(p
 static inline void st2nt_bf16(void *p, __m512 a, __m512 b) { _mm512_stream_si512(p, bf16_pair(a, b)); }
 static inline void stm_bf16(void *p, __mmask16 k, __m512 v) { _mm256_mask_storeu_epi16(p, k, bf16_narrow(v)); }
 
-/* mask bytes -> masked lanes */
 static inline __mmask16 ld_mask(const uint8_t *m) {
     const __m128i v = _mm_loadu_si128((const __m128i *)m);
     return _mm_test_epi8_mask(v, v);
@@ -72,22 +71,20 @@ static inline __mmask16 ldm_mask(const uint8_t *m, __mmask16 k) {
     return _mm_test_epi8_mask(v, v);
 }
 
-/* pa_smsf exp (softmax_fwd.h), 16 lanes. max_ps(LOW, x) = LOW > x ? LOW : x.
- * scalef(p, nf) = p * 2^nf, exact here, like the oracle's bit-built power. */
+/* pa_smsf exp (softmax_fwd.h), 16 lanes. Cut lanes (and only they) may hold
+ * garbage before the final masked scalef, which zeroes them. */
 static inline __m512 exp16(__m512 x) {
     const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(PA_SMSF_EXP_LOW), _CMP_NLT_UQ);
-    x = _mm512_max_ps(_mm512_set1_ps(PA_SMSF_EXP_LOW), x);
-    const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(PA_SMSF_LOG2E), _mm512_set1_ps(PA_SMSF_MAGIC));
-    const __m512 nf = _mm512_sub_ps(t, _mm512_set1_ps(PA_SMSF_MAGIC));
+    const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(PA_SMSF_LOG2E));
+    const __m512 nf = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-PA_SMSF_LN2_HI), x);
     r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-PA_SMSF_LN2_LO), r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(PA_SMSF_P0), r, _mm512_set1_ps(PA_SMSF_P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_P5));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(PA_SMSF_C6), r, _mm512_set1_ps(PA_SMSF_C5));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_C1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(PA_SMSF_C0));
     return _mm512_maskz_scalef_ps(keep, p, nf);
 }
 

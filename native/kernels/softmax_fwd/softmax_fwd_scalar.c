@@ -19,23 +19,20 @@ static inline float mul_f32(float x, float s) { return x * s; }
 static inline float mul_f16(float x, float s) { return pa_f16_to_f32(pa_f32_to_f16(x * s)); }
 
 static inline float exp_poly(float x) {
-    const bool cut = x < PA_SMSF_EXP_LOW;
-    x = PA_SMSF_EXP_LOW > x ? PA_SMSF_EXP_LOW : x;
-    const float t = fmaf(x, PA_SMSF_LOG2E, PA_SMSF_MAGIC);
-    const float nf = t - PA_SMSF_MAGIC;
+    if (x < PA_SMSF_EXP_LOW) return 0.0f;
+    if (x != x) return x;
+    const float t = x * PA_SMSF_LOG2E;
+    const float nf = (t + PA_SMSF_MAGIC) - PA_SMSF_MAGIC; /* |t| < 126: round to even */
     float r = fmaf(nf, -PA_SMSF_LN2_HI, x);
     r = fmaf(nf, -PA_SMSF_LN2_LO, r);
-    float p = fmaf(PA_SMSF_P0, r, PA_SMSF_P1);
-    p = fmaf(p, r, PA_SMSF_P2);
-    p = fmaf(p, r, PA_SMSF_P3);
-    p = fmaf(p, r, PA_SMSF_P4);
-    p = fmaf(p, r, PA_SMSF_P5);
-    p = fmaf(p, r * r, r);
-    p = p + 1.0f;
-    /* 2^nf from t's low bits (no float -> int conversion, so NaN is harmless) */
-    const int32_t n = (int32_t)(pa_f32_bits(t) - pa_f32_bits(PA_SMSF_MAGIC));
-    const float scale = pa_bits_f32((uint32_t)(n + 127) << 23);
-    return cut ? 0.0f : p * scale;
+    float p = fmaf(PA_SMSF_C6, r, PA_SMSF_C5);
+    p = fmaf(p, r, PA_SMSF_C4);
+    p = fmaf(p, r, PA_SMSF_C3);
+    p = fmaf(p, r, PA_SMSF_C2);
+    p = fmaf(p, r, PA_SMSF_C1);
+    p = fmaf(p, r, PA_SMSF_C0);
+    const int32_t n = (int32_t)nf; /* in [-126, 0] */
+    return p * pa_bits_f32((uint32_t)(n + 127) << 23);
 }
 
 static inline float reduce64(const float acc[64]) {
