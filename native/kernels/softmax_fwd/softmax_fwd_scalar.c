@@ -1,6 +1,6 @@
 /* Scaled masked softmax forward, portable C: the oracle the SIMD tiers match bit
  * for bit (softmax_fwd.h defines the operations). Reads any non-negative strides
- * directly and recomputes z in each pass, so it needs no scratch. */
+ * directly; one row's z / e lives on the stack (16 KB), so it needs no scratch. */
 #include "kernels/softmax_fwd/softmax_fwd_impl.h"
 
 #include <math.h>
@@ -48,6 +48,9 @@ static inline float reduce64(const float acc[64]) {
     return t2[0] + t2[1];
 }
 
+/* z, then e, of one row live in a stack buffer (S2 <= PA_SMSF_ROW_MAX). */
+#define PA_SMSF_ROW_MAX 4096
+
 #define PA_SMSF_ROWS_SCALAR(NAME, ES, LD, ST, MUL)                                                   \
     static void NAME(const pa_smsf_args *a, int64_t r0, int64_t r1) {                                \
         const int64_t N = a->dims[1], S1 = a->dims[2], S2 = a->dims[3];                              \
@@ -55,30 +58,28 @@ static inline float reduce64(const float acc[64]) {
         const int64_t xstep = a->xs[3] * (ES), mstep = a->ms[3];                                     \
         int64_t b = r0 / (N * S1), n = (r0 / S1) % N, s = r0 % S1;                                   \
         char *o = (char *)a->y + r0 * S2 * (ES);                                                     \
+        float z[PA_SMSF_ROW_MAX];                                                                    \
+        if (S2 > PA_SMSF_ROW_MAX) return; /* the op never plans such rows */                         \
         for (int64_t r = r0; r < r1; r++) {                                                          \
             const char *xp = (const char *)a->x + (b * a->xs[0] + n * a->xs[1] + s * a->xs[2]) * (ES); \
             const uint8_t *mp = a->mask + (b * a->ms[0] + n * a->ms[1] + s * a->ms[2]);              \
-            /* z[i], recomputed in each pass */                                                      \
             float mx = -INFINITY_F;                                                                  \
             for (int64_t i = 0; i < S2; i++) {                                                       \
-                const float z = mp[i * mstep] ? PA_SMSF_MASK_VALUE : MUL(LD(xp + i * xstep), sc);    \
-                mx = z > mx ? z : mx;                                                                \
+                z[i] = mp[i * mstep] ? PA_SMSF_MASK_VALUE : MUL(LD(xp + i * xstep), sc);             \
+                mx = z[i] > mx ? z[i] : mx;                                                          \
             }                                                                                        \
             float acc[64];                                                                           \
             for (int l = 0; l < 64; l++) acc[l] = 0.0f;                                              \
             for (int64_t i = 0; i < S2; i++) {                                                       \
-                const float z = mp[i * mstep] ? PA_SMSF_MASK_VALUE : MUL(LD(xp + i * xstep), sc);    \
-                acc[i & 63] += exp_poly(z - mx);                                                     \
+                z[i] = exp_poly(z[i] - mx);                                                          \
+                acc[i & 63] += z[i];                                                                 \
             }                                                                                        \
             const float sum = reduce64(acc);                                                         \
             const float inv = 1.0f / sum;                                                            \
             if (sum != sum) {                                                                        \
                 for (int64_t i = 0; i < S2; i++) ST(o + i * (ES), pa_bits_f32(PA_SMSF_NAN_BITS));   \
             } else {                                                                                 \
-                for (int64_t i = 0; i < S2; i++) {                                                   \
-                    const float z = mp[i * mstep] ? PA_SMSF_MASK_VALUE : MUL(LD(xp + i * xstep), sc); \
-                    ST(o + i * (ES), exp_poly(z - mx) * inv);                                        \
-                }                                                                                    \
+                for (int64_t i = 0; i < S2; i++) ST(o + i * (ES), z[i] * inv);                       \
             }                                                                                        \
             o += S2 * (ES);                                                                          \
             if (++s == S1) {                                                                         \
