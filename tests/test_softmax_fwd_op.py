@@ -425,3 +425,23 @@ def test_roundtrip_forward_backward_vs_torch_autograd():
     want = tx.grad.numpy()
     assert np.array_equal(dx[0, :, 2], np.zeros_like(dx[0, :, 2]))
     assert np.abs(dx - want).max() <= 1e-5 * max(1.0, np.abs(want).max())
+
+
+def test_denormal_outputs_all_tiers(restore_runtime_knobs):
+    """Outputs below 2^-126 (a tiny e over a large sum) are rounded like every other
+    value in every tier (the AVX512_BF16 converter would flush them: not used there)."""
+    S2 = 128
+    x = np.zeros((1, 1, 2, S2), np.float32)
+    x[..., 5] = -86.5          # e = exp(-86.5) ~ 2.7e-38, y ~ 2.5e-40: an fp32 / bf16 denormal
+    x[..., 60:70] = -86.9
+    mask = np.zeros((1, 1, 2, S2), bool)
+    for dt in DT.values():
+        xd = R.round_to(x.astype(np.float64), dt)
+        pyaclnn.set_max_isa("scalar")
+        want = op(xd, mask, 1.0)
+        if dt != F16:
+            assert 0 < want.astype(np.float64)[0, 0, 0, 5] < 2.0 ** -126
+        check_result(want, xd, mask, 1.0)
+        for isa in supported_tiers():
+            pyaclnn.set_max_isa(isa)
+            assert bits(op(xd, mask, 1.0)) == bits(want), (isa, dt)

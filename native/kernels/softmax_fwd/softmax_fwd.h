@@ -100,6 +100,8 @@ void pa_smsf_rows_bf16_avx2(const pa_smsf_args *a, int64_t r0, int64_t r1);
 void pa_smsf_rows_f32_avx512(const pa_smsf_args *a, int64_t r0, int64_t r1);
 void pa_smsf_rows_f16_avx512(const pa_smsf_args *a, int64_t r0, int64_t r1);
 void pa_smsf_rows_bf16_avx512(const pa_smsf_args *a, int64_t r0, int64_t r1);
+/* needs AVX512_BF16 (pa_cpu_has_avx512bf16) */
+void pa_smsf_rows_bf16_avx512bf16(const pa_smsf_args *a, int64_t r0, int64_t r1);
 #endif
 
 #endif

@@ -1,4 +1,4 @@
-/* Scaled masked softmax forward, AVX-512 (F/BW/VL/DQ).
+/* Scaled masked softmax forward, AVX-512 (F/BW/VL/DQ, + BF16 when present).
  *
  * Three passes per row, the last two over an fp32 scratch row that stays in L1
  * (S2 <= 4096): (A) z = masked x*scale, stored, running max; (B) e = exp(z - max),
@@ -62,6 +62,22 @@ static inline void st2_bf16(void *p, __m512 a, __m512 b) { _mm512_storeu_si512(p
 static inline void st2nt_bf16(void *p, __m512 a, __m512 b) { _mm512_stream_si512(p, bf16_pair(a, b)); }
 static inline void stm_bf16(void *p, __mmask16 k, __m512 v) { _mm256_mask_storeu_epi16(p, k, bf16_narrow(v)); }
 
+/* AVX512_BF16: vcvtne2ps2bf16 rounds like the integer path except that it flushes
+ * fp32 denormal inputs to zero; a pair holding one (rare: outputs below 2^-126)
+ * takes the integer path. */
+static inline __mmask16 denormal_lanes(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff));
+}
+static inline __m512i bf16hw_pair(__m512 a, __m512 b) {
+    if ((denormal_lanes(a) | denormal_lanes(b)) != 0) return bf16_pair(a, b);
+    return (__m512i)_mm512_cvtne2ps_pbh(b, a); /* a -> low 16 lanes */
+}
+static inline void st2_bf16hw(void *p, __m512 a, __m512 b) { _mm512_storeu_si512(p, bf16hw_pair(a, b)); }
+static inline void st2nt_bf16hw(void *p, __m512 a, __m512 b) { _mm512_stream_si512(p, bf16hw_pair(a, b)); }
+
+/* mask bytes -> masked lanes */
 static inline __mmask16 ld_mask(const uint8_t *m) {
     const __m128i v = _mm_loadu_si128((const __m128i *)m);
     return _mm_test_epi8_mask(v, v);
@@ -178,6 +194,7 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 PA_SMSF_ROW_AVX512(row_f32, 4, ld_f32, ldm_f32, mul_f32, st2_f32, st2nt_f32, stm_f32)
 PA_SMSF_ROW_AVX512(row_f16, 2, ld_f16, ldm_f16, mul_f16, st2_f16, st2nt_f16, stm_f16)
 PA_SMSF_ROW_AVX512(row_bf16, 2, ld_bf16, ldm_bf16, mul_f32, st2_bf16, st2nt_bf16, stm_bf16)
+PA_SMSF_ROW_AVX512(row_bf16hw, 2, ld_bf16, ldm_bf16, mul_f32, st2_bf16hw, st2nt_bf16hw, stm_bf16)
 
 void pa_smsf_rows_f32_avx512(const pa_smsf_args *a, int64_t r0, int64_t r1) {
     pa_smsf_drive(a, r0, r1, 4, row_f32, pa_smsf_rows_f32_scalar);
@@ -189,5 +206,9 @@ void pa_smsf_rows_f16_avx512(const pa_smsf_args *a, int64_t r0, int64_t r1) {
 }
 void pa_smsf_rows_bf16_avx512(const pa_smsf_args *a, int64_t r0, int64_t r1) {
     pa_smsf_drive(a, r0, r1, 2, row_bf16, pa_smsf_rows_bf16_scalar);
+    if (a->stream_out) _mm_sfence();
+}
+void pa_smsf_rows_bf16_avx512bf16(const pa_smsf_args *a, int64_t r0, int64_t r1) {
+    pa_smsf_drive(a, r0, r1, 2, row_bf16hw, pa_smsf_rows_bf16_scalar);
     if (a->stream_out) _mm_sfence();
 }

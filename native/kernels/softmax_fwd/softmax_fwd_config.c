@@ -8,7 +8,8 @@ pa_smsf_rows_fn pa_smsf_select(aclDataType dtype, pa_isa isa) {
         switch (dtype) {
         case ACL_FLOAT: return pa_smsf_rows_f32_avx512;
         case ACL_FLOAT16: return pa_smsf_rows_f16_avx512;
-        case ACL_BF16: return pa_smsf_rows_bf16_avx512;
+        case ACL_BF16:
+            return pa_cpu_has_avx512bf16() ? pa_smsf_rows_bf16_avx512bf16 : pa_smsf_rows_bf16_avx512;
         default: return NULL;
         }
     }
