@@ -92,8 +92,8 @@ static inline float reduce8(const __m256 acc[8]) {
 
 #define PA_SMSF_ROW_AVX2(NAME, ES, LD, MUL, ST)                                                      \
     static void NAME(const void *xv, const uint8_t *m, void *yv, int64_t n, float scale, float *z,     \
-                     bool nt) {                                                                      \
-        const char *x = (const char *)xv;                                                            \
+                     bool nt, const void *xnv, const uint8_t *mn) {                                                                      \
+        const char *x = (const char *)xv, *xn = (const char *)xnv;                                   \
         char *o = (char *)yv;                                                                        \
         const __m256 sc = _mm256_set1_ps(scale), fill = _mm256_set1_ps(PA_SMSF_MASK_VALUE);          \
         const __m256 ninf = _mm256_set1_ps(-__builtin_inff());                                       \
@@ -125,6 +125,11 @@ static inline float reduce8(const __m256 acc[8]) {
         for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();                                    \
         i = 0;                                                                                       \
         for (; i + 64 <= n; i += 64) {                                                               \
+            /* the next row, 64 elements per step (it is read by the next pass A) */                 \
+            if (xn != NULL) {                                                                        \
+                for (int l = 0; l < 64 * (ES); l += 64) _mm_prefetch(xn + i * (ES) + l, _MM_HINT_T0); \
+            }                                                                                        \
+            if (mn != NULL) _mm_prefetch((const char *)mn + i, _MM_HINT_T0);                         \
             for (int k = 0; k < 8; k++) {                                                            \
                 const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(z + i + 8 * k), mx));             \
                 _mm256_store_ps(z + i + 8 * k, e);                                                   \

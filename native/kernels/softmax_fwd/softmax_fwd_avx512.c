@@ -116,8 +116,8 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 
 #define PA_SMSF_ROW_AVX512(NAME, ES, LD, LDM, MUL, ST2, ST2NT, STM)                                  \
     static void NAME(const void *xv, const uint8_t *m, void *yv, int64_t n, float scale, float *z,     \
-                     bool nt) {                                                                      \
-        const char *x = (const char *)xv;                                                            \
+                     bool nt, const void *xnv, const uint8_t *mn) {                                                                      \
+        const char *x = (const char *)xv, *xn = (const char *)xnv;                                   \
         char *o = (char *)yv;                                                                        \
         const __m512 sc = _mm512_set1_ps(scale), fill = _mm512_set1_ps(PA_SMSF_MASK_VALUE);          \
         __m512 mx0 = _mm512_set1_ps(-__builtin_inff()), mx1 = mx0;                                   \
@@ -144,6 +144,11 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
                          _mm512_setzero_ps()};                                                       \
         i = 0;                                                                                       \
         for (; i + 64 <= n; i += 64) {                                                               \
+            /* the next row, 64 elements per step (it is read by the next pass A) */                 \
+            if (xn != NULL) {                                                                        \
+                for (int l = 0; l < 64 * (ES); l += 64) _mm_prefetch(xn + i * (ES) + l, _MM_HINT_T0); \
+            }                                                                                        \
+            if (mn != NULL) _mm_prefetch((const char *)mn + i, _MM_HINT_T0);                         \
             for (int k = 0; k < 4; k++) {                                                            \
                 const __m512 e = exp16(_mm512_sub_ps(_mm512_load_ps(z + i + 16 * k), mx));           \
                 _mm512_store_ps(z + i + 16 * k, e);                                                  \
@@ -174,16 +179,11 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
             STM(o + i * (ES), k, nan_row ? qnan : _mm512_mul_ps(_mm512_load_ps(z + i), s));          \
         }                                                                                            \
         i = head;                                                                                    \
-        if (nan_row) {                                                                               \
-            for (; i + 32 <= n; i += 32) ST2(o + i * (ES), qnan, qnan);                              \
-        } else if (stream) {                                                                         \
-            for (; i + 32 <= n; i += 32)                                                             \
-                ST2NT(o + i * (ES), _mm512_mul_ps(_mm512_loadu_ps(z + i), s),                        \
-                      _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s));                                \
-        } else {                                                                                     \
-            for (; i + 32 <= n; i += 32)                                                             \
-                ST2(o + i * (ES), _mm512_mul_ps(_mm512_loadu_ps(z + i), s),                          \
-                    _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s));                                  \
+        for (; i + 32 <= n; i += 32) {                                                               \
+            const __m512 v0 = nan_row ? qnan : _mm512_mul_ps(_mm512_loadu_ps(z + i), s);             \
+            const __m512 v1 = nan_row ? qnan : _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s);        \
+            if (stream) ST2NT(o + i * (ES), v0, v1);                                                 \
+            else ST2(o + i * (ES), v0, v1);                                                          \
         }                                                                                            \
         for (; i < n; i += 16) {                                                                     \
             const __mmask16 k = tail_mask(n - i);                                                    \

@@ -21,9 +21,11 @@
 
 /* A contiguous-row kernel: x and m hold n consecutive elements, y receives n.
  * z: fp32 scratch of PA_SMSF_ROUND64(n) elements, 64-byte aligned.
- * nt: write y with non-temporal stores. */
+ * nt: write y with non-temporal stores.
+ * xn, mn: the next row's x and mask (or NULL), which the kernel prefetches while
+ * it computes this row in L1, so memory stays busy between the rows' reads. */
 typedef void (*pa_smsf_row_fn)(const void *x, const uint8_t *m, void *y, int64_t n, float scale, float *z,
-                               bool nt);
+                               bool nt, const void *xn, const uint8_t *mn);
 
 static inline const void *pa_smsf_gather(const void *src, int64_t stride, int64_t n, int64_t esize, void *dst) {
     if (stride == 1) return src;
@@ -61,10 +63,8 @@ static inline void pa_smsf_drive(const pa_smsf_args *a, int64_t r0, int64_t r1, 
     const char *x0 = (const char *)a->x;
     char *o = (char *)a->y + r0 * S2 * esize;
     for (int64_t r = r0; r < r1; r++) {
-        const void *xr = pa_smsf_gather(x0 + xo * esize, a->xs[3], S2, esize, xbuf);
-        const void *mr = pa_smsf_gather(a->mask + mo, a->ms[3], S2, 1, mbuf);
-        row(xr, (const uint8_t *)mr, o, S2, a->scale, z, a->stream_out);
-        o += S2 * esize;
+        const char *xp = x0 + xo * esize;
+        const uint8_t *mp = a->mask + mo;
         xo += a->xs[2], mo += a->ms[2];
         if (++s == S1) {
             s = 0;
@@ -74,6 +74,12 @@ static inline void pa_smsf_drive(const pa_smsf_args *a, int64_t r0, int64_t r1, 
                 xo += a->xs[0] - N * a->xs[1], mo += a->ms[0] - N * a->ms[1];
             }
         }
+        const void *xr = pa_smsf_gather(xp, a->xs[3], S2, esize, xbuf);
+        const void *mr = pa_smsf_gather(mp, a->ms[3], S2, 1, mbuf);
+        const bool more = r + 1 < r1;
+        row(xr, (const uint8_t *)mr, o, S2, a->scale, z, a->stream_out,
+            more && a->xs[3] == 1 ? x0 + xo * esize : NULL, more && a->ms[3] == 1 ? a->mask + mo : NULL);
+        o += S2 * esize;
     }
 }
 
