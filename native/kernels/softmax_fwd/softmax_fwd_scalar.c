@@ -63,7 +63,7 @@ static inline float reduce64(const float acc[64]) {
         for (int64_t r = r0; r < r1; r++) {                                                          \
             const char *xp = (const char *)a->x + (b * a->xs[0] + n * a->xs[1] + s * a->xs[2]) * (ES); \
             const uint8_t *mp = a->mask + (b * a->ms[0] + n * a->ms[1] + s * a->ms[2]);              \
-            float mx = -INFINITY_F;                                                                  \
+            float mx = -INFINITY;                                                                    \
             for (int64_t i = 0; i < S2; i++) {                                                       \
                 z[i] = mp[i * mstep] ? PA_SMSF_MASK_VALUE : MUL(LD(xp + i * xstep), sc);             \
                 mx = z[i] > mx ? z[i] : mx;                                                          \
@@ -91,8 +91,6 @@ static inline float reduce64(const float acc[64]) {
             }                                                                                        \
         }                                                                                            \
     }
-
-#define INFINITY_F (__builtin_inff())
 
 PA_SMSF_ROWS_SCALAR(rows_f32, 4, ld_f32, st_f32, mul_f32)
 PA_SMSF_ROWS_SCALAR(rows_f16, 2, ld_f16, st_f16, mul_f16)
