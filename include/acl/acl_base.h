@@ -25,8 +25,7 @@ extern "C" {
 #endif
 #endif
 
-/* Deprecation helpers (provided for source compatibility; pyaclnn does not
- * put them on its own declarations). */
+/* Deprecation marks, on the declarations CANN marks (e.g. aclrtQueryEvent). */
 #ifndef ACL_DEPRECATED
 #if defined(__GNUC__) || defined(__clang__)
 #define ACL_DEPRECATED __attribute__((deprecated))
