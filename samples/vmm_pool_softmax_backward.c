@@ -173,7 +173,8 @@ int main(void) {
         double dot = 0.0;
         for (int64_t j = 0; j < S; j++) dot += (double)dy[r * S + j] * y[r * S + j];
         for (int64_t j = 0; j < S; j++) {
-            double want = masked((int64_t)(r % S), j) ? 0.0 : kScale * ((double)dy[r * S + j] * y[r * S + j] - dot * y[r * S + j]);
+            const double g = dy[r * S + j], p = y[r * S + j];
+            double want = masked((int64_t)(r % S), j) ? 0.0 : kScale * (g * p - dot * p);
             double err = fabs(out[r * S + j] - want);
             if (err > max_err) max_err = err;
         }

@@ -123,7 +123,9 @@ static aclError ranges_set(const char *api, pa_ranges *r, size_t count, int64_t 
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: the range array must not be NULL when its count (%zu) > 0",
                           api, count);
     }
-    if (count > SIZE_MAX / sizeof *ranges) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: count %zu is too large", api, count);
+    if (count > SIZE_MAX / sizeof *ranges) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: count %zu is too large", api, count);
+    }
     int64_t(*copy)[2] = dup_bytes(ranges, count * sizeof *ranges);
     if (copy == NULL) return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory", api);
     free(r->r);
@@ -355,8 +357,8 @@ PA_API aclError aclSetTensorOriginShape(aclTensorDesc *desc, int numDims, const 
 /* A description created here is a single one: index 0 is itself. */
 PA_API aclTensorDesc *aclGetTensorDescByIndex(aclTensorDesc *desc, size_t index) {
     if (desc == NULL || index != 0) {
-        pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclGetTensorDescByIndex: desc must not be NULL and index must be 0, got %zu",
-                   index);
+        pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                   "aclGetTensorDescByIndex: desc must not be NULL and index must be 0, got %zu", index);
         return NULL;
     }
     return desc;

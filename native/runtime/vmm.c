@@ -216,7 +216,9 @@ PA_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignm
     aclError rc = pa_rt_require_device(api);
     if (rc != ACL_SUCCESS) return rc;
     size_t align = alignment > PA_DEVICE_GRANULARITY ? alignment : PA_DEVICE_GRANULARITY;
-    if (size > SIZE_MAX / 2 - align) return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
+    if (size > SIZE_MAX / 2 - align) {
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
+    }
     size_t rounded = (size + PA_DEVICE_GRANULARITY - 1) & ~(PA_DEVICE_GRANULARITY - 1);
     size_t span = rounded + align;
     void *m = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

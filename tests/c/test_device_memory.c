@@ -145,7 +145,8 @@ static void test_vmm_round_trip(aclrtStream s) {
         double dot = 0.0;
         for (int64_t j = 0; j < cols; j++) dot += (double)dy[r * cols + j] * y[r * cols + j];
         for (int64_t j = 0; j < cols; j++) {
-            double want = j == cols - 1 ? 0.0 : 2.0 * ((double)dy[r * cols + j] * y[r * cols + j] - dot * y[r * cols + j]);
+            const double dv = dy[r * cols + j], yv = y[r * cols + j];
+            double want = j == cols - 1 ? 0.0 : 2.0 * (dv * yv - dot * yv);
             double got = out[r * cols + j];
             CHECK(got - want < 1e-6 && want - got < 1e-6);
         }
@@ -154,7 +155,8 @@ static void test_vmm_round_trip(aclrtStream s) {
     /* errors */
     aclrtDrvMemHandle bogus = (aclrtDrvMemHandle)&prop;
     CHECK_ERR(aclrtMapMem(a, g, 0, h, 0), ACL_ERROR_INVALID_PARAM, "overlaps the mapping");
-    CHECK_ERR(aclrtMapMem((char *)a + 2 * g, g, 0, bogus, 0), ACL_ERROR_INVALID_PARAM, "not a live aclrtMallocPhysical");
+    CHECK_ERR(aclrtMapMem((char *)a + 2 * g, g, 0, bogus, 0), ACL_ERROR_INVALID_PARAM,
+              "not a live aclrtMallocPhysical");
     CHECK_ERR(aclrtMapMem((char *)a + 2 * g, g, 2 * g, h, 0), ACL_ERROR_INVALID_PARAM, "exceed the physical");
     CHECK_ERR(aclrtMapMem((char *)a + 3 * g, 2 * g, 0, h, 0), ACL_ERROR_INVALID_PARAM, "not inside one range");
     CHECK_ERR(aclrtMapMem((char *)a + 4096, g, 0, h, 0), ACL_ERROR_INVALID_PARAM, "multiples of the granularity");
@@ -276,7 +278,8 @@ static void test_vmm_growing_pool(aclrtStream s) {
     aclDestroyTensor(t_m);
     /* unmapping a middle chunk splits the run: a tensor across the hole is rejected */
     CHECK_OK(aclrtUnmapMem((char *)base + g));
-    run_softmax((char *)base + 2 * g, (char *)base + 2 * g, (char *)base + 3 * g, (char *)base + CHUNKS * g, 1, 1024, s);
+    char *c = base;
+    run_softmax(c + 2 * g, c + 2 * g, c + 3 * g, c + CHUNKS * g, 1, 1024, s);
     int64_t sh1[4] = {1, 1, 1, 1024}, st1[4] = {1024, 1024, 1024, 1};
     aclTensor *t_hole = aclCreateTensor(sh1, 4, ACL_FLOAT, st1, 0, ACL_FORMAT_ND, sh1, 4, (char *)base + g - 64);
     aclTensor *t_ok = aclCreateTensor(sh1, 4, ACL_FLOAT, st1, 0, ACL_FORMAT_ND, sh1, 4, (char *)base + 2 * g);
