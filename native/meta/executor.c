@@ -352,8 +352,9 @@ enum addr_kind { ADDR_INPUT, ADDR_OUTPUT, ADDR_ANY };
 static aclnnStatus set_addr(const char *api, aclOpExecutor *ex, enum addr_kind kind, size_t index,
                             aclTensor *tensor, void *addr) {
     if (ex == NULL) return pa_fail(ACLNN_ERR_INNER_NULLPTR, "%s: executor is NULL", api);
-    if (tensor != NULL && tensor->magic != PA_TENSOR_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensor is not a live aclTensor", api);
+    if (tensor != NULL) {
+        int trc = pa_handle_check(api, "tensor", tensor, PA_HANDLE_TENSOR);
+        if (trc != 0) return trc;
     }
     pthread_mutex_lock(&g_lock);
     int rc = check_live(api, ex);
@@ -485,10 +486,11 @@ PA_API aclnnStatus aclnnInit(const char *configPath) {
     return ACLNN_SUCCESS;
 }
 
-/* Frees the quarantined (spent) executors; live ones stay valid. */
+/* Frees the quarantined (spent) executors and destroyed handles; live ones stay valid. */
 PA_API aclnnStatus aclnnFinalize(void) {
     pthread_mutex_lock(&g_lock);
     quarantine_drain();
     pthread_mutex_unlock(&g_lock);
+    pa_handles_drain();
     return ACLNN_SUCCESS;
 }

@@ -148,7 +148,6 @@ static void fill_tensor(aclTensor *t, const int64_t *viewDims, uint64_t viewDims
                         const int64_t *stride, int64_t offset, aclFormat format, const int64_t *storageDims,
                         uint64_t storageDimsNum, void *data) {
     memset(t, 0, sizeof *t);
-    t->magic = PA_TENSOR_MAGIC;
     t->dtype = dataType;
     t->format = format;
     t->ndim = (int32_t)viewDimsNum;
@@ -183,14 +182,21 @@ PA_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
     }
     fill_tensor(t, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
                 tensorData);
+    if (!pa_handle_register(t, PA_HANDLE_TENSOR)) {
+        free(t);
+        pa_set_errmsg("aclCreateTensor: out of host memory for the handle registry");
+        return NULL;
+    }
     return t;
 }
 
 PA_API aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t viewDimsNum,
                                  aclDataType dataType, const int64_t *stride, int64_t offset, aclFormat format,
                                  const int64_t *storageDims, uint64_t storageDimsNum, void *tensorDataAddr) {
-    if (tensor == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "aclInitTensor: tensor is NULL");
-    int rc = check_tensor_args("aclInitTensor", viewDims, viewDimsNum, storageDims, storageDimsNum);
+    /* aclTensor is opaque: the only tensors a caller can hold come from aclCreateTensor */
+    int rc = pa_handle_check("aclInitTensor", "tensor", tensor, PA_HANDLE_TENSOR);
+    if (rc != 0) return rc;
+    rc = check_tensor_args("aclInitTensor", viewDims, viewDimsNum, storageDims, storageDimsNum);
     if (rc != 0) return rc;
     fill_tensor(tensor, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
                 tensorDataAddr);
@@ -199,22 +205,17 @@ PA_API aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uin
 
 PA_API aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
     if (tensor == NULL) return ACLNN_SUCCESS;
-    if (tensor->magic != PA_TENSOR_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensor: not a live aclTensor (destroyed twice?)");
-    }
-    aclTensor *t = (aclTensor *)tensor;
-    t->magic = 0;
-    free(t);
+    int rc = pa_handle_take("aclDestroyTensor", "tensor", tensor, PA_HANDLE_TENSOR);
+    if (rc != 0) return rc;
+    pa_handle_retire((aclTensor *)tensor, PA_HANDLE_TENSOR);
     return ACLNN_SUCCESS;
 }
 
 /* ---- queries ---- */
 
-/* NULL -> 161001, wrong magic -> 161002. */
+/* NULL -> 161001, not a live tensor -> 161002. */
 static int check_tensor(const char *api, const aclTensor *t) {
-    if (t == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: tensor is NULL", api);
-    if (t->magic != PA_TENSOR_MAGIC) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensor is not a live aclTensor", api);
-    return ACLNN_SUCCESS;
+    return pa_handle_check(api, "tensor", t, PA_HANDLE_TENSOR);
 }
 
 /* Returns a malloc'd copy of n int64 values (at least one slot, so a 0-d tensor
@@ -318,7 +319,7 @@ PA_API aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclT
     for (size_t i = 0; i < total; i++) {
         const aclTensor *t = tensors[i];
         char shape[256];
-        if (t == NULL || t->magic != PA_TENSOR_MAGIC) {
+        if (!pa_handle_live(t, PA_HANDLE_TENSOR)) {
             fprintf(stderr, "[pyaclnn dump] %s/%s %s[%zu]: %s\n", opType ? opType : "?", opName ? opName : "?",
                     i < inputTensorNum ? "input" : "output", i < inputTensorNum ? i : i - inputTensorNum,
                     t == NULL ? "NULL" : "invalid tensor");
@@ -334,7 +335,7 @@ PA_API aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclT
 
 /* ---- snapshots ---- */
 
-bool pa_tensor_is_valid(const aclTensor *t) { return t != NULL && t->magic == PA_TENSOR_MAGIC; }
+bool pa_tensor_is_valid(const aclTensor *t) { return pa_handle_live(t, PA_HANDLE_TENSOR); }
 
 /* Product of the view dims; -1 if it overflows int64. */
 int64_t pa_tensor_numel(const aclTensor *t) {
