@@ -290,7 +290,8 @@ static void test_smsb_view_rules(void) {
     /* storage beyond 2^60 bytes, or beyond int64 */
     const int64_t huge[1] = {(int64_t)1 << 59}, huger[2] = {INT64_MAX, 2};
     aclTensor *gh = mk4(d4, NULL, 0, huge, 1, ACL_FLOAT, buf);
-    CHECK_ERR(smsb_ws(gh, y, m, o, 1.0, &ex), ACLNN_ERR_PARAM_INVALID, "must be at most 2^60 bytes, got 2305843009213693952");
+    CHECK_ERR(smsb_ws(gh, y, m, o, 1.0, &ex), ACLNN_ERR_PARAM_INVALID,
+              "must be at most 2^60 bytes, got 2305843009213693952");
     aclDestroyTensor(gh);
     gh = mk4(d4, NULL, 0, huger, 2, ACL_FLOAT, buf);
     CHECK_ERR(smsb_ws(gh, y, m, o, 1.0, &ex), ACLNN_ERR_PARAM_INVALID, "got more than 2^63 bytes");
