@@ -512,7 +512,13 @@ static void test_smsb_addresses(void) {
     CHECK_EQ(aclrtHostRegister(pinned, 64, ACL_HOST_REGISTER_MAPPED, &pinned_dev), 0);
     b.g = pinned_dev;
     CHECK_EQ(smsb_at(&b, NULL), 0);
+    /* freeing it while registered would leave kernels a path into freed memory */
+    CHECK_ERR(aclrtFreeHost(pinned), ACL_ERROR_INVALID_PARAM, "still registered for device access");
     CHECK_EQ(aclrtHostUnregister(pinned), 0);
+    void *part = NULL;
+    CHECK_EQ(aclrtHostRegister((char *)pinned + 16, 16, ACL_HOST_REGISTER_MAPPED, &part), 0);
+    CHECK_ERR(aclrtFreeHost(pinned), ACL_ERROR_INVALID_PARAM, "call aclrtHostUnregister first");
+    CHECK_EQ(aclrtHostUnregister((char *)pinned + 16), 0);
     CHECK_EQ(aclrtFreeHost(pinned), 0);
 
     /* addresses re-pointed on a repeatable executor */
