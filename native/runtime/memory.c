@@ -124,6 +124,15 @@ PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
 
 PA_API aclError aclrtFreeHost(void *hostPtr) {
     if (hostPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be NULL");
+    pa_mem_range blk, reg;
+    if (pa_memreg_range_of(PA_MEM_HOST, (uintptr_t)hostPtr, &blk) && blk.base == (uintptr_t)hostPtr &&
+        pa_memreg_overlap(blk.base, blk.size, &reg)) {
+        /* kernels could still reach the block through the registration */
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtFreeHost: %p is still registered for device access ([%p, +%zu)); call "
+                          "aclrtHostUnregister first",
+                          hostPtr, (void *)reg.base, reg.size);
+    }
     if (!pa_memreg_remove((uintptr_t)hostPtr, PA_MEM_HOST, NULL)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtFreeHost: pointer %p is not a live aclrtMallocHost allocation (double free?)",
