@@ -7,8 +7,16 @@ registrations, while arrays often share memory (the same array passed twice,
 views of one buffer). So pyaclnn registers the whole underlying buffer of an
 array (the memory of the base array it is a view of) once and counts its
 users; the last user's release unregisters it.
+
+Large outputs come from a small cache of memory blocks (:func:`empty`): fresh
+memory from the OS costs a page fault and a zero fill per page on first
+write, which for a 128 MiB output takes longer than the softmax kernel itself.
+A block goes back to the cache when its array (and every view of it) is gone.
 """
+import mmap
+import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -16,7 +24,8 @@ from ._errors import get_recent_err_msg
 from ._ffi import ffi, lib
 from .runtime import ensure_initialized
 
-__all__ = ["HostRange", "BorrowError", "byte_span", "buffer_span", "registered_ranges"]
+__all__ = ["HostRange", "BorrowError", "byte_span", "buffer_span", "registered_ranges", "empty",
+           "empty_cache", "cached_bytes"]
 
 
 class BorrowError(ValueError):
@@ -168,3 +177,76 @@ def acquire(lo, hi):
 def registered_ranges():
     """[(lo, hi, users)] of the ranges pyaclnn has registered now."""
     return _registry.ranges()
+
+
+# ---------------------------------------------------------------- output cache
+
+_CACHE_MIN_BYTES = 4 << 20  # smaller arrays: np.empty (malloc reuses its own memory)
+
+
+def _cache_limit():
+    try:
+        return max(0, int(os.environ.get("PYACLNN_OUTPUT_CACHE_MB", "1024"))) << 20
+    except ValueError:
+        return 1024 << 20
+
+
+class _BlockCache:
+    """Anonymous mappings of whole pages, kept for reuse after their array dies,
+    up to PYACLNN_OUTPUT_CACHE_MB (default 1024; 0 turns the cache off)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._free = {}  # size in bytes -> [mmap]
+        self._bytes = 0
+
+    def empty(self, shape, dtype):
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        limit = _cache_limit()
+        if nbytes < _CACHE_MIN_BYTES or nbytes > limit:
+            return np.empty(shape, dtype)
+        size = -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+        with self._lock:
+            blocks = self._free.get(size)
+            block = blocks.pop() if blocks else None
+            if block is not None:
+                self._bytes -= size
+        if block is None:
+            block = mmap.mmap(-1, size)
+            if hasattr(block, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
+                try:
+                    block.madvise(mmap.MADV_HUGEPAGE)
+                except OSError:
+                    pass
+        array = np.ndarray(shape, dtype, buffer=block)
+        weakref.finalize(array, self._give_back, block, size).atexit = False
+        return array
+
+    def _give_back(self, block, size):
+        with self._lock:
+            if self._bytes + size <= _cache_limit():
+                self._free.setdefault(size, []).append(block)
+                self._bytes += size
+
+    def clear(self):
+        with self._lock:
+            freed, self._free, self._bytes = self._bytes, {}, 0
+        return freed
+
+    def cached_bytes(self):
+        return self._bytes
+
+
+_cache = _BlockCache()
+empty = _cache.empty
+
+
+def empty_cache():
+    """Return the cached output blocks to the OS; the number of bytes freed."""
+    return _cache.clear()
+
+
+def cached_bytes():
+    """Bytes of output blocks cached for reuse now."""
+    return _cache.cached_bytes()

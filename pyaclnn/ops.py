@@ -8,7 +8,10 @@ on the backend (:func:`zero_copy`):
 * cpu backend (the bundled library): no copies. Device memory is host memory,
   so the input arrays are registered with aclrtHostRegister and used in place,
   strides and all; the outputs are new numpy arrays that the op writes
-  directly. An input the kernels cannot take as it is (non-native byte order,
+  directly. Outputs of 4 MiB or more reuse the memory of earlier outputs that
+  are gone (a cache of up to PYACLNN_OUTPUT_CACHE_MB, default 1024;
+  :func:`empty_cache` releases it), since first writes to fresh memory cost a
+  page fault per page. An input the kernels cannot take as it is (non-native byte order,
   data misaligned for its dtype, negative strides, a dtype conversion such as
   an integer mask to bool) is copied once, on the host. Registrations are
   released before the helper returns or raises.
@@ -22,14 +25,16 @@ import numpy as np
 
 from . import runtime
 from ._ffi import lib
-from ._hostmem import BorrowError, acquire as _acquire_host, buffer_span
+from ._hostmem import BorrowError, acquire as _acquire_host, buffer_span, cached_bytes, empty_cache
+from ._hostmem import empty as _empty_output
 from ._twophase import (aclnnNsaSelectedAttentionGrad, aclnnNsaSelectedAttentionGradGetWorkspaceSize,
                         aclnnScaledMaskedSoftmaxBackward,
                         aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize)
 from .runtime import DeviceBuffer, Stream
 from .tensor import Tensor, as_dtype, unborrowable_reason
 
-__all__ = ["scaled_masked_softmax_backward", "nsa_selected_attention_grad", "zero_copy"]
+__all__ = ["scaled_masked_softmax_backward", "nsa_selected_attention_grad", "zero_copy",
+           "empty_cache", "cached_bytes"]
 
 _tls = threading.local()
 
@@ -119,7 +124,7 @@ class _Call:
         shape = tuple(int(n) for n in shape)
         dt = as_dtype(dtype)
         if self.in_place and all(shape):
-            array = np.empty(shape, dt)
+            array = _empty_output(shape, dt)
             try:
                 host_range = _acquire_host(*buffer_span(array))
             except BorrowError:
