@@ -181,8 +181,8 @@ class Tensor:
         if array.dtype != dt:  # also fixes a non-native byte order
             array = array.astype(dt)
         start, storage_elems, offset, strides = _storage_of(array)
-        if start is None:  # negative or odd strides: copy to a plain array
-            array = np.ascontiguousarray(array)
+        if start is None:  # negative or odd strides, or misaligned: copy to a plain array
+            array = np.array(array, order="C", copy=True)
             start, storage_elems, offset, strides = _storage_of(array)
         buffer = DeviceBuffer(max(storage_elems, 1) * dt.itemsize)
         try:
