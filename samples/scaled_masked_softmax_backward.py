@@ -88,7 +88,7 @@ def main(argv=None):
         print("dx[0,0] (rows = queries, columns = keys; masked entries are 0):")
         print(np.array2string(dx[0, 0], precision=6, suppress_small=True, max_line_width=120))
         print("largest |row sum of dx| = %.3g (softmax gradients sum to 0 per row)"
-              % np.max(np.abs(dx.sum(axis=-1))))
+              % np.max(np.abs(dx.sum(axis=-1, dtype=np.float64))))
         print("float32:  max |dx - reference| = %.3g" % err)
         ok &= err <= 1e-5
         if cpp_dx is not None:
