@@ -213,7 +213,8 @@ class _BlockCache:
             if block is not None:
                 self._bytes -= size
         if block is None:
-            block = mmap.mmap(-1, size)
+            # private: shared anonymous memory is shmem, which gets no transparent huge pages
+            block = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
             if hasattr(block, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
                 try:
                     block.madvise(mmap.MADV_HUGEPAGE)
