@@ -154,6 +154,14 @@ class _Call:
                      for t in outputs)
 
 
+def _run(phase1, phase1_args, phase2, outputs, stack):
+    """The copying path of helpers written before _Call (device Tensors entered
+    into `stack`): plan, launch, synchronize; the outputs as numpy. New helpers
+    use _Call, which also avoids the copies on the cpu backend."""
+    call = stack.enter_context(_Call())
+    return call.run(phase1, phase1_args, phase2, outputs)
+
+
 def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mask=False):
     """Gradient of ``y = softmax(scale * x masked)`` w.r.t. x via
     aclnnScaledMaskedSoftmaxBackward: ``out = scale * (g*y - sum(g*y, -1)*y)``,

@@ -228,8 +228,9 @@ class Tensor:
         stays alive; don't ``close()`` the Tensor before synchronizing either.
 
         Meant for the cpu backend, where device memory is host memory. On real
-        CANN it works too (through the device address aclrtHostRegister gives) but
-        NPU kernels read host memory slowly: copy with ``Tensor(array)`` there.
+        CANN the tensor uses the device address aclrtHostRegister returns, but CANN
+        may refuse memory that is not page-aligned, and NPU kernels read host
+        memory slowly: copy with ``Tensor(array)`` there.
 
         Raises BorrowError (a ValueError) for arrays the kernels cannot use as
         they are: non-native byte order, misaligned data, negative strides, or

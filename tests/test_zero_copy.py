@@ -511,3 +511,17 @@ def test_cann_backend_copies_through_device_memory(tmp_path):
     assert out.stdout.split() == ["cann", "False", "0"]
     out = run_python(CANN_CALL)
     assert out.stdout.split() == ["cpu", "True", "4"]
+
+
+def test_helpers_written_the_old_way_still_work():
+    """A helper that builds device Tensors itself and calls ops._run (the copying
+    path before _Call) gives the same bits."""
+    import contextlib
+
+    g, y, m = softmax_inputs((2, 3, 8, 40), np.float32)
+    with contextlib.ExitStack() as stack:
+        ins = [stack.enter_context(Tensor(a)) for a in (g, y, m)]
+        out = stack.enter_context(Tensor.empty(g.shape, g.dtype))
+        (got,) = ops._run(pyaclnn.aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize,
+                          (*ins, 0.5, False, out), pyaclnn.aclnnScaledMaskedSoftmaxBackward, (out,), stack)
+    assert same_bits(got, ops.scaled_masked_softmax_backward(g, y, m, 0.5))
