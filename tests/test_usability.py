@@ -30,7 +30,8 @@ def test_readme_quick_start_runs():
     np.testing.assert_allclose(namespace["dx"], want, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("helper", ["scaled_masked_softmax_backward", "nsa_selected_attention_grad"])
+@pytest.mark.parametrize("helper", ["scaled_masked_softmax", "scaled_masked_softmax_backward",
+                                    "nsa_selected_attention_grad"])
 def test_docstring_example_runs(helper):
     doc = getattr(pyaclnn.ops, helper).__doc__
     code = textwrap.dedent(doc.split("::\n", 1)[1])
@@ -45,6 +46,10 @@ def test_docstring_example_runs(helper):
         for got, ref in zip((ns["dq"], ns["dk"], ns["dv"]), want):
             assert got.dtype == np.float32
             np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    elif helper == "scaled_masked_softmax":
+        ns = namespace
+        want = reference.scaled_masked_softmax(ns["x"], ns["mask"], 0.125)
+        np.testing.assert_allclose(ns["y"], want, rtol=0, atol=4 * 2.0 ** -24)
     else:
         ns = namespace
         want = reference.scaled_masked_softmax_backward(ns["g"], ns["y"], ns["mask"], 0.125)
