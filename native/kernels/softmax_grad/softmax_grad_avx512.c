@@ -1,7 +1,8 @@
 /* Scaled masked softmax backward, AVX-512 (F/BW/VL/DQ, + BF16 when present).
  *
- * Two passes per row. Pass 1: the dot product, 4 zmm accumulators (64 columns
- * per step, the lane layout of softmax_grad.h). Pass 2: the outputs, while the
+ * Two passes per row. Pass 1: the row sum in the vendor's order (softmax_grad.h),
+ * 128 columns per step, whose 16 block sums come out of an in-register pairwise
+ * tree (shuffles, no extra pass over memory). Pass 2: the outputs, while the
  * row (<= 4096 columns) is still in L1/L2; it also prefetches the next row so
  * memory stays busy. Large outputs are written with non-temporal stores (no
  * read-for-ownership). Heads / tails use masked loads and stores.
@@ -103,14 +104,37 @@ static inline __mmask16 tail_mask(int64_t cnt) {
     return cnt >= 16 ? (__mmask16)0xffff : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
 }
 
-/* The combination tree of softmax_grad.h applied to 4 x 16 accumulators. */
-static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-    const __m512 t16 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-    const __m256 t8 = _mm256_add_ps(_mm512_castps512_ps256(t16), _mm512_extractf32x8_ps(t16, 1));
-    const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
-    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-    const __m128 t1 = _mm_add_ss(t2, _mm_shuffle_ps(t2, t2, 1));
-    return _mm_cvtss_f32(t1);
+/* ---- the vendor's pairwise trees, in registers ---- */
+
+/* Per 128-bit lane: a0+a1, a2+a3, b0+b1, b2+b3 (adjacent pairs, like hadd). */
+static inline __m512 hadd512(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+/* Lane j: ((x0+x1)+(x2+x3))+((x4+x5)+(x6+x7)) over the 8 floats x = group j of
+ * the 128 floats v[0..7] (group j = lanes 8(j%2) .. 8(j%2)+7 of v[j/2]).
+ * q0 / q1 hold the 4-float sums, 128-bit lane c = quarter c of v[0..3] / v[4..7];
+ * the last level adds quarters 0+1 and 2+3, then one permute puts the groups in order. */
+static inline __m512 tree8x16_q(__m512 q0, __m512 q1) {
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
+    /* r holds groups 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15 */
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), r);
+}
+static inline __m512 tree8x16(const __m512 v[8]) {
+    return tree8x16_q(hadd512(hadd512(v[0], v[1]), hadd512(v[2], v[3])),
+                      hadd512(hadd512(v[4], v[5]), hadd512(v[6], v[7])));
+}
+/* The same when v[2], v[3], v[6], v[7] are all +0.0 (0 + 0 = +0.0). */
+static inline __m512 tree8x16_half(const __m512 v[8]) {
+    const __m512 z = _mm512_setzero_ps();
+    return tree8x16_q(hadd512(hadd512(v[0], v[1]), z), hadd512(hadd512(v[4], v[5]), z));
+}
+
+static inline float tree8_of(__m256 a) {
+    _Alignas(32) float t[8];
+    _mm256_store_ps(t, a);
+    return pa_smsb_tree8(t);
 }
 
 /* One output vector: masked ? +0 : ((g*y - s*y) * sc), each op rounded.
@@ -136,36 +160,91 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
     _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)off), _MM_HINT_T1);
 }
 
-/* Row kernel: pass 1 (dot product), then pass 2 (outputs) while prefetching the
+/* The 128 products of columns c .. c+127 (16 per vector), those at or past
+ * column n +0.0. */
+#define PA_SMSB_PROD128(p, ES, LDM, gp, yp, c, n)                                                  \
+    for (int k_ = 0; k_ < 8; k_++) {                                                            \
+        const __mmask16 km_ = tail_mask((n) - (c) - 16 * k_);                                   \
+        p[k_] = _mm512_mul_ps(LDM((gp) + ((c) + 16 * k_) * (ES), km_), LDM((yp) + ((c) + 16 * k_) * (ES), km_)); \
+    }
+
+/* The row sums in the vendor's order, per input dtype.
+ * acc8_*: the 8 accumulators of a row of n <= PA_SMSB_ACC8_MAX columns (the
+ * rest of the last 64-column chunk reads as +0.0): per step of 128 columns,
+ * tree8x16 gives the 16 block sums, added to them 8 at a time.
+ * row_sum_*: the sum; a longer row folds its block sums, 8 steps at a time,
+ * to chunk sums (tree8x16 again) and finishes with pa_smsb_pairwise, like its
+ * last short chunk. */
+#define PA_SMSB_SUMS_AVX512(SUF, ES, LD, LDM)                                                     \
+    static inline __m256 acc8_##SUF(const char *g, const char *y, int64_t n) {                  \
+        __m256 acc = _mm256_set1_ps(-0.0f); /* -0.0 + b == b: the first step starts it */      \
+        __m512 p[8];                                                                            \
+        int64_t i = 0;                                                                          \
+        for (; i + 128 <= n; i += 128) {                                                        \
+            for (int k = 0; k < 8; k++)                                                         \
+                p[k] = _mm512_mul_ps(LD(g + (i + 16 * k) * (ES)), LD(y + (i + 16 * k) * (ES))); \
+            const __m512 b = tree8x16(p);                                                       \
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
+            acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));                             \
+        }                                                                                       \
+        if (i < n) {                                                                            \
+            PA_SMSB_PROD128(p, ES, LDM, g, y, i, n);                                            \
+            const __m512 b = tree8x16(p);                                                       \
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
+            if (n - i > 64) acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));             \
+        }                                                                                       \
+        return acc;                                                                             \
+    }                                                                                           \
+    static float row_sum_##SUF(const char *g, const char *y, int64_t n) {                       \
+        if (n <= PA_SMSB_ACC8_MAX) return tree8_of(acc8_##SUF(g, y, n));                       \
+        __m512 p[8], bs[8];                                                                     \
+        float csum[PA_SMSB_CHUNKS_BUF];                                                         \
+        int nb = 0;                                                                             \
+        int64_t nc = 0, i = 0;                                                                  \
+        for (; i + 128 <= n; i += 128) {                                                        \
+            for (int k = 0; k < 8; k++)                                                         \
+                p[k] = _mm512_mul_ps(LD(g + (i + 16 * k) * (ES)), LD(y + (i + 16 * k) * (ES))); \
+            bs[nb++] = tree8x16(p);                                                             \
+            if (nb == 8) {                                                                      \
+                _mm512_storeu_ps(csum + nc, tree8x16(bs));                                      \
+                nc += 16, nb = 0;                                                               \
+            }                                                                                   \
+        }                                                                                       \
+        /* the rest: at most one full chunk, then at most one short one */                      \
+        const int64_t full = (n - i) / 64, tail = (n - i) % 64;                                 \
+        if (i < n) {                                                                            \
+            PA_SMSB_PROD128(p, ES, LDM, g, y, i, n);                                            \
+            if (full) bs[nb++] = tree8x16(p); /* its upper half goes unused */                  \
+        }                                                                                       \
+        if (nb > 0) {                                                                           \
+            for (int k = nb; k < 8; k++) bs[k] = _mm512_setzero_ps();                           \
+            _mm512_storeu_ps(csum + nc, tree8x16(bs));                                          \
+            nc += 2 * nb - full;                                                                \
+        }                                                                                       \
+        if (tail) {                                                                             \
+            float x[64];                                                                        \
+            for (int k = 0; k < 4; k++) _mm512_storeu_ps(x + 16 * k, p[4 * full + k]);          \
+            csum[nc++] = pa_smsb_pairwise(x, tail);                                             \
+        }                                                                                       \
+        return pa_smsb_pairwise(csum, nc);                                                      \
+    }
+
+PA_SMSB_SUMS_AVX512(f32, 4, ld_f32, ldm_f32)
+PA_SMSB_SUMS_AVX512(f16, 2, ld_f16, ldm_f16)
+PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
+
+/* Row kernel: pass 1 (the row sum), then pass 2 (outputs) while prefetching the
  * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
-#define PA_SMSB_ROW_AVX512(NAME, ES, LD, LDM, ST2, ST2NT, STM)                                   \
+#define PA_SMSB_ROW_AVX512(NAME, SUM, ES, LD, LDM, ST2, ST2NT, STM)                                   \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
                      bool nt) {                                                                 \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         const char *gn = (const char *)gnv, *yn = (const char *)ynv;                            \
         char *o = (char *)ov;                                                                   \
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),         \
-                         _mm512_setzero_ps()};                                                  \
-        int64_t i = 0;                                                                          \
-        for (; i + 64 <= n; i += 64) {                                                          \
-            for (int k = 0; k < 4; k++) {                                                       \
-                const int64_t c = i + 16 * k;                                                   \
-                acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(LD(g + c * ES), LD(y + c * ES)));  \
-            }                                                                                   \
-        }                                                                                       \
-        if (i < n) {                                                                            \
-            for (int k = 0; k < 4; k++) {                                                       \
-                const int64_t c = i + 16 * k;                                                   \
-                const __mmask16 km = tail_mask(n - c);                                          \
-                const __m512 p = _mm512_mul_ps(LDM(g + c * ES, km), LDM(y + c * ES, km));       \
-                acc[k] = _mm512_mask_add_ps(acc[k], km, acc[k], p);                             \
-            }                                                                                   \
-        }                                                                                       \
-        const __m512 s = _mm512_set1_ps(reduce4(acc[0], acc[1], acc[2], acc[3]));               \
+        const __m512 s = _mm512_set1_ps(SUM(g, y, n));                                          \
         const __m512 sc = _mm512_set1_ps(scale);                                                \
-        i = 0;                                                                                  \
-        int64_t head = 0;                                                                       \
+        int64_t i = 0, head = 0;                                                                \
         const bool stream = nt && (uintptr_t)o % ES == 0;                                       \
         if (stream) {                                                                           \
             head = (int64_t)(((64 - ((uintptr_t)o & 63)) & 63) / ES);                           \
@@ -200,58 +279,23 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
         }                                                                                       \
     }
 
-PA_SMSB_ROW_AVX512(row_f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
-PA_SMSB_ROW_AVX512(row_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
-PA_SMSB_ROW_AVX512(row_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
-PA_SMSB_ROW_AVX512(row_bf16hw, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
+PA_SMSB_ROW_AVX512(row_f32, row_sum_f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
+PA_SMSB_ROW_AVX512(row_f16, row_sum_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
+PA_SMSB_ROW_AVX512(row_bf16, row_sum_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
+PA_SMSB_ROW_AVX512(row_bf16hw, row_sum_bf16, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
 
 /* ---- short rows: groups of up to 16 rows (see pa_smsb_drive_short) ----
  *
- * Pass 1, per row: up to 64 columns, the row's (at most 4) vectors are its 64
- * partial sums acc[i % 64] (each partial holds at most one element); they fold
- * to the row's t16 = (acc[0..15] + acc[16..31]) + (acc[32..47] + acc[48..63]),
- * the first level of the tree, leaving out the vectors past the row (all +0.0).
- * Longer rows accumulate exactly like the row kernel, then fold to t16.
- * hsum16 then runs the rest of the tree for 16 rows at once, every add the
- * oracle's add. Leaving out the +0.0 partials (here: acc = p instead of
- * +0.0 + p, and x instead of x + (+0.0)) only changes the sign of zero
- * results: the oracle never produces -0.0 (a sum is -0.0 only when both terms
- * are), ours may, where the oracle has +0.0; that relation survives every add,
- * so one final + (+0.0) gives the oracle's bits. NaN payloads may differ:
- * a NaN sum gives a NaN output, which out_vec makes the default NaN.
+ * Pass 1: the group's row sums, row r in lane r of one vector S. A row of up to
+ * 64 columns is one zero-padded chunk, its sum the pairwise tree of its 64
+ * (padded) products: tree8x16 of two rows' vectors gives the two rows' block
+ * sums, and tree8x16 of those 8 vectors the 16 row sums. A longer row (<= 256
+ * columns) gets its 8 accumulators like the row kernel (acc8_*); tree8x16 of
+ * the group's accumulators, two rows per vector, gives the row sums.
  * Pass 2 writes the group's outputs as one flat stream: lane l of the vector
  * at flat element e belongs to row (e + l) / n, whose sum a permute fetches.
  * That stream has no per-row heads and tails, and while it is written the next
  * group (which follows in memory) is prefetched. */
-
-/* The tree levels below t16 for 16 rows at once: t[r] = t16 of row r.
- * Returns s of row r in lane r. */
-static inline __m512 hsum16(const __m512 t[16]) {
-    __m512 u[8], v[4], w[2];
-    for (int i = 0; i < 8; i++) {
-        /* t8[l] = t16[l] + t16[l+8]: lanes 0-7 row 2i, lanes 8-15 row 2i+1 */
-        const __m512 a = t[2 * i], b = t[2 * i + 1];
-        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    for (int i = 0; i < 4; i++) {
-        /* t4[l] = t8[l] + t8[l+4]: 128-bit block j holds row 4i+j */
-        const __m512 a = u[2 * i], b = u[2 * i + 1];
-        v[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-    }
-    for (int i = 0; i < 2; i++) {
-        /* t2[l] = t4[l] + t4[l+2]: block j holds rows 8i+j (lanes 0, 1) and 8i+4+j (lanes 2, 3) */
-        const __m512 a = v[2 * i], b = v[2 * i + 1];
-        w[i] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    /* s = t2[0] + t2[1]: lane 4j+k holds row 4k+j */
-    const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    return _mm512_add_ps(_mm512_permutexvar_ps(order, s), _mm512_setzero_ps());
-}
 
 /* The sums of the rows that the 16 elements e .. e+15 of the group belong to,
  * from x = e + l + 0.5 (lane l): row = floor(x / n), exact in fp32 here: x is
@@ -267,65 +311,46 @@ static inline __m512 sums_of(__m512 S, __m512 x, __m512 inv_n) {
 }
 static inline __m512 sums_at(__m512 S, int64_t e, __m512 inv_n) { return sums_of(S, elem_pos(e), inv_n); }
 
+/* Rows of NV (<= 4) vectors: t[k] = the block sums of rows 2k and 2k+1. */
 #define PA_SMSB_T16_ROWS(ES, LD, LDM, NV)                                                         \
     for (int r = 0; r < 16; r++) {                                                              \
         /* rows past the group repeat its last row: their lanes of S go unused */              \
         const int64_t off = (r < rows ? r : rows - 1) * n * (ES);                               \
         const char *gr = g + off, *yr = y + off;                                                \
-        __m512 p[NV];                                                                           \
+        __m512 *p = v + 4 * (r & 1);                                                            \
+        for (int k = 0; k < 4; k++) p[k] = _mm512_setzero_ps();                                 \
         for (int k = 0; k < (NV) - 1; k++)                                                      \
             p[k] = _mm512_mul_ps(LD(gr + 16 * k * (ES)), LD(yr + 16 * k * (ES)));               \
         p[(NV) - 1] = _mm512_mul_ps(LDM(gr + 16 * ((NV) - 1) * (ES), kt),                        \
                                     LDM(yr + 16 * ((NV) - 1) * (ES), kt));                       \
-        t[r] = (NV) == 1 ? p[0]                                                                 \
-             : (NV) == 2 ? _mm512_add_ps(p[0], p[(NV) - 1])                                     \
-             : (NV) == 3 ? _mm512_add_ps(_mm512_add_ps(p[0], p[1 % (NV)]), p[(NV) - 1])         \
-                         : _mm512_add_ps(_mm512_add_ps(p[0], p[1 % (NV)]),                      \
-                                         _mm512_add_ps(p[2 % (NV)], p[(NV) - 1]));              \
+        if (r & 1) t[r / 2] = (NV) <= 2 ? tree8x16_half(v) : tree8x16(v);                        \
     }
 
-/* Rows longer than 64: the 4 accumulators of the row kernel (from +0.0), then t16. */
-#define PA_SMSB_T16_LONG(ES, LD, LDM)                                                             \
-    for (int r = 0; r < 16; r++) {                                                              \
-        if (r >= rows) {                                                                        \
-            t[r] = _mm512_setzero_ps(); /* unused lane of S */                                  \
-            continue;                                                                           \
-        }                                                                                       \
-        const char *gr = g + r * n * (ES), *yr = y + r * n * (ES);                              \
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),         \
-                         _mm512_setzero_ps()};                                                  \
-        int64_t c0 = 0;                                                                         \
-        for (; c0 + 64 <= n; c0 += 64) {                                                        \
-            for (int k = 0; k < 4; k++) {                                                       \
-                const int64_t c = c0 + 16 * k;                                                  \
-                acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(LD(gr + c * (ES)), LD(yr + c * (ES)))); \
-            }                                                                                   \
-        }                                                                                       \
-        for (int k = 0; k < 4 && c0 + 16 * k < n; k++) {                                        \
-            const int64_t c = c0 + 16 * k;                                                      \
-            const __mmask16 km = tail_mask(n - c);                                              \
-            const __m512 p = _mm512_mul_ps(LDM(gr + c * (ES), km), LDM(yr + c * (ES), km));     \
-            acc[k] = _mm512_mask_add_ps(acc[k], km, acc[k], p);                                 \
-        }                                                                                       \
-        t[r] = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));     \
+/* Rows of 65..256 columns: t[k] = the accumulators of rows 2k and 2k+1. */
+#define PA_SMSB_T16_LONG(SUF, ES)                                                                 \
+    for (int k = 0; k < 8; k++) {                                                               \
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(); /* unused lanes of S */      \
+        if (2 * k < rows) a0 = acc8_##SUF(g + 2 * k * n * (ES), y + 2 * k * n * (ES), n);       \
+        if (2 * k + 1 < rows) a1 = acc8_##SUF(g + (2 * k + 1) * n * (ES), y + (2 * k + 1) * n * (ES), n); \
+        t[k] = _mm512_insertf32x8(_mm512_castps256_ps512(a0), a1, 1);                           \
     }
 
-#define PA_SMSB_GROUP_AVX512(NAME, ES, LD, LDM, ST2, ST2NT, STM)                                 \
+#define PA_SMSB_GROUP_AVX512(NAME, SUF, ES, LD, LDM, ST2, ST2NT, STM)                            \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      int64_t rows, float scale, bool nt) {                                      \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         char *o = (char *)ov;                                                                   \
         const int nv = (int)((n + 15) / 16);                                                    \
         const __mmask16 kt = tail_mask(n - 16 * (nv - 1));                                      \
-        __m512 t[16];                                                                           \
+        __m512 t[8], v[8];                                                                      \
         switch (nv) {                                                                           \
         case 1: PA_SMSB_T16_ROWS(ES, LD, LDM, 1) break;                                         \
         case 2: PA_SMSB_T16_ROWS(ES, LD, LDM, 2) break;                                         \
         case 3: PA_SMSB_T16_ROWS(ES, LD, LDM, 3) break;                                         \
         case 4: PA_SMSB_T16_ROWS(ES, LD, LDM, 4) break;                                         \
-        default: PA_SMSB_T16_LONG(ES, LD, LDM) break;                                           \
+        default: PA_SMSB_T16_LONG(SUF, ES) break;                                               \
         }                                                                                       \
-        const __m512 S = hsum16(t);                                                             \
+        const __m512 S = tree8x16(t);                                                           \
         const __m512 sc = _mm512_set1_ps(scale);                                                \
         const __m512 inv_n = _mm512_set1_ps(1.0f / (float)n);                                   \
         const int64_t E = rows * n;                                                             \
@@ -377,10 +402,10 @@ static inline bool use_groups(int64_t n, int64_t esize) {
  * 4), so a group stays in L1 between the two passes. */
 static inline int64_t group_rows(int64_t n) { return n <= 64 ? 16 : n <= 128 ? 8 : 4; }
 
-PA_SMSB_GROUP_AVX512(group_f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
-PA_SMSB_GROUP_AVX512(group_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
-PA_SMSB_GROUP_AVX512(group_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
-PA_SMSB_GROUP_AVX512(group_bf16hw, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
+PA_SMSB_GROUP_AVX512(group_f32, f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
+PA_SMSB_GROUP_AVX512(group_f16, f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
+PA_SMSB_GROUP_AVX512(group_bf16, bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
+PA_SMSB_GROUP_AVX512(group_bf16hw, bf16, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
 
 void pa_smsb_rows_f32_avx512(const pa_smsb_args *a, int64_t r0, int64_t r1) {
     if (use_groups(a->dims[3], 4))
