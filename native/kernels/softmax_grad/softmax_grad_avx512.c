@@ -125,12 +125,6 @@ static inline __m512 tree8x16(const __m512 v[8]) {
     return tree8x16_q(hadd512(hadd512(v[0], v[1]), hadd512(v[2], v[3])),
                       hadd512(hadd512(v[4], v[5]), hadd512(v[6], v[7])));
 }
-/* The same when v[2], v[3], v[6], v[7] are all +0.0 (0 + 0 = +0.0). */
-static inline __m512 tree8x16_half(const __m512 v[8]) {
-    const __m512 z = _mm512_setzero_ps();
-    return tree8x16_q(hadd512(hadd512(v[0], v[1]), z), hadd512(hadd512(v[4], v[5]), z));
-}
-
 static inline float tree8_of(__m256 a) {
     _Alignas(32) float t[8];
     _mm256_store_ps(t, a);
@@ -235,7 +229,7 @@ PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
 
 /* Row kernel: pass 1 (the row sum), then pass 2 (outputs) while prefetching the
  * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
-#define PA_SMSB_ROW_AVX512(NAME, SUM, ES, LD, LDM, ST2, ST2NT, STM)                                   \
+#define PA_SMSB_ROW_AVX512(NAME, SUM, ES, LD, LDM, ST2, ST2NT, STM)                              \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
                      bool nt) {                                                                 \
@@ -288,10 +282,10 @@ PA_SMSB_ROW_AVX512(row_bf16hw, row_sum_bf16, 2, ld_bf16, ldm_bf16, st2_bf16hw, s
  *
  * Pass 1: the group's row sums, row r in lane r of one vector S. A row of up to
  * 64 columns is one zero-padded chunk, its sum the pairwise tree of its 64
- * (padded) products: tree8x16 of two rows' vectors gives the two rows' block
- * sums, and tree8x16 of those 8 vectors the 16 row sums. A longer row (<= 256
- * columns) gets its 8 accumulators like the row kernel (acc8_*); tree8x16 of
- * the group's accumulators, two rows per vector, gives the row sums.
+ * (padded) products: tree8x16 of several rows' vectors gives their block sums,
+ * the rest of the tree runs for all 16 rows at once (the PA_SMSB_S_* below, by
+ * row length). A longer row (<= 256 columns) gets its 8 accumulators like the
+ * row kernel (acc8_*); tree8x16 of the group's accumulators gives the row sums.
  * Pass 2 writes the group's outputs as one flat stream: lane l of the vector
  * at flat element e belongs to row (e + l) / n, whose sum a permute fetches.
  * That stream has no per-row heads and tails, and while it is written the next
@@ -311,28 +305,74 @@ static inline __m512 sums_of(__m512 S, __m512 x, __m512 inv_n) {
 }
 static inline __m512 sums_at(__m512 S, int64_t e, __m512 inv_n) { return sums_of(S, elem_pos(e), inv_n); }
 
-/* Rows of NV (<= 4) vectors: t[k] = the block sums of rows 2k and 2k+1. */
-#define PA_SMSB_T16_ROWS(ES, LD, LDM, NV)                                                         \
-    for (int r = 0; r < 16; r++) {                                                              \
-        /* rows past the group repeat its last row: their lanes of S go unused */              \
-        const int64_t off = (r < rows ? r : rows - 1) * n * (ES);                               \
-        const char *gr = g + off, *yr = y + off;                                                \
-        __m512 *p = v + 4 * (r & 1);                                                            \
-        for (int k = 0; k < 4; k++) p[k] = _mm512_setzero_ps();                                 \
-        for (int k = 0; k < (NV) - 1; k++)                                                      \
-            p[k] = _mm512_mul_ps(LD(gr + 16 * k * (ES)), LD(yr + 16 * k * (ES)));               \
-        p[(NV) - 1] = _mm512_mul_ps(LDM(gr + 16 * ((NV) - 1) * (ES), kt),                        \
-                                    LDM(yr + 16 * ((NV) - 1) * (ES), kt));                       \
-        if (r & 1) t[r / 2] = (NV) <= 2 ? tree8x16_half(v) : tree8x16(v);                        \
+/* v[0..NV) = the products of row r of the group, NV vectors, the last one
+ * holding the kt lanes. Rows past the group repeat its last row: their lanes of
+ * S go unused. */
+#define PA_SMSB_ROW_PRODS(v, ES, LD, LDM, NV, r)                                                  \
+    do {                                                                                        \
+        const int64_t off_ = ((r) < rows ? (r) : rows - 1) * n * (ES);                          \
+        for (int k_ = 0; k_ < (NV) - 1; k_++)                                                   \
+            (v)[k_] = _mm512_mul_ps(LD(g + off_ + 16 * k_ * (ES)), LD(y + off_ + 16 * k_ * (ES))); \
+        (v)[(NV) - 1] = _mm512_mul_ps(LDM(g + off_ + 16 * ((NV) - 1) * (ES), kt),                \
+                                      LDM(y + off_ + 16 * ((NV) - 1) * (ES), kt));               \
+    } while (0)
+
+/* S for rows of 1..16 columns: tree8x16 of 8 rows gives their block sums b0, b1
+ * (lane j: row j/2, block j%2); blocks 2..7 are +0.0, so a row's sum is
+ * (b0 + b1) + 0.0. */
+#define PA_SMSB_S_NV1(ES, LD, LDM)                                                                \
+    {                                                                                           \
+        __m512 v[8], b[2];                                                                      \
+        for (int h = 0; h < 2; h++) {                                                           \
+            for (int q = 0; q < 8; q++) PA_SMSB_ROW_PRODS(v + q, ES, LD, LDM, 1, 8 * h + q);    \
+            b[h] = tree8x16(v);                                                                 \
+        }                                                                                       \
+        /* lane 4c + j: row 2c + (j & 1) + 8 (j >> 1) */                                         \
+        const __m512 s4 = _mm512_add_ps(hadd512(b[0], b[1]), _mm512_setzero_ps());             \
+        S = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15), s4); \
     }
 
-/* Rows of 65..256 columns: t[k] = the accumulators of rows 2k and 2k+1. */
-#define PA_SMSB_T16_LONG(SUF, ES)                                                                 \
-    for (int k = 0; k < 8; k++) {                                                               \
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(); /* unused lanes of S */      \
-        if (2 * k < rows) a0 = acc8_##SUF(g + 2 * k * n * (ES), y + 2 * k * n * (ES), n);       \
-        if (2 * k + 1 < rows) a1 = acc8_##SUF(g + (2 * k + 1) * n * (ES), y + (2 * k + 1) * n * (ES), n); \
-        t[k] = _mm512_insertf32x8(_mm512_castps256_ps512(a0), a1, 1);                           \
+/* S for rows of 17..32 columns: tree8x16 of 4 rows gives their block sums
+ * b0..b3 (lane j: row j/4, block j%4); blocks 4..7 are +0.0, so a row's sum is
+ * ((b0 + b1) + (b2 + b3)) + 0.0. */
+#define PA_SMSB_S_NV2(ES, LD, LDM)                                                                \
+    {                                                                                           \
+        __m512 v[8], b[4];                                                                      \
+        for (int h = 0; h < 4; h++) {                                                           \
+            for (int q = 0; q < 4; q++) PA_SMSB_ROW_PRODS(v + 2 * q, ES, LD, LDM, 2, 4 * h + q); \
+            b[h] = tree8x16(v);                                                                 \
+        }                                                                                       \
+        /* lane 4c + j: row 4j + c */                                                           \
+        const __m512 s4 = _mm512_add_ps(hadd512(hadd512(b[0], b[1]), hadd512(b[2], b[3])), _mm512_setzero_ps()); \
+        S = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s4); \
+    }
+
+/* S for rows of 33..64 columns: tree8x16 of 2 rows (4 vectors each, the 4th
+ * +0.0 for NV = 3) gives their 8 block sums; tree8x16 of those, the row sums. */
+#define PA_SMSB_S_PAIRS(ES, LD, LDM, NV)                                                          \
+    {                                                                                           \
+        __m512 v[8], t[8];                                                                      \
+        v[3] = v[7] = _mm512_setzero_ps();                                                      \
+        for (int h = 0; h < 8; h++) {                                                           \
+            PA_SMSB_ROW_PRODS(v, ES, LD, LDM, NV, 2 * h);                                       \
+            PA_SMSB_ROW_PRODS(v + 4, ES, LD, LDM, NV, 2 * h + 1);                               \
+            t[h] = tree8x16(v);                                                                 \
+        }                                                                                       \
+        S = tree8x16(t);                                                                        \
+    }
+
+/* S for rows of 65..256 columns: the 8 accumulators of each row (two rows per
+ * vector); tree8x16 of those, the row sums. */
+#define PA_SMSB_S_LONG(SUF, ES)                                                                   \
+    {                                                                                           \
+        __m512 t[8];                                                                            \
+        for (int k = 0; k < 8; k++) {                                                           \
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(); /* unused lanes of S */  \
+            if (2 * k < rows) a0 = acc8_##SUF(g + 2 * k * n * (ES), y + 2 * k * n * (ES), n);   \
+            if (2 * k + 1 < rows) a1 = acc8_##SUF(g + (2 * k + 1) * n * (ES), y + (2 * k + 1) * n * (ES), n); \
+            t[k] = _mm512_insertf32x8(_mm512_castps256_ps512(a0), a1, 1);                       \
+        }                                                                                       \
+        S = tree8x16(t);                                                                        \
     }
 
 #define PA_SMSB_GROUP_AVX512(NAME, SUF, ES, LD, LDM, ST2, ST2NT, STM)                            \
@@ -342,15 +382,14 @@ static inline __m512 sums_at(__m512 S, int64_t e, __m512 inv_n) { return sums_of
         char *o = (char *)ov;                                                                   \
         const int nv = (int)((n + 15) / 16);                                                    \
         const __mmask16 kt = tail_mask(n - 16 * (nv - 1));                                      \
-        __m512 t[8], v[8];                                                                      \
+        __m512 S;                                                                               \
         switch (nv) {                                                                           \
-        case 1: PA_SMSB_T16_ROWS(ES, LD, LDM, 1) break;                                         \
-        case 2: PA_SMSB_T16_ROWS(ES, LD, LDM, 2) break;                                         \
-        case 3: PA_SMSB_T16_ROWS(ES, LD, LDM, 3) break;                                         \
-        case 4: PA_SMSB_T16_ROWS(ES, LD, LDM, 4) break;                                         \
-        default: PA_SMSB_T16_LONG(SUF, ES) break;                                               \
+        case 1: PA_SMSB_S_NV1(ES, LD, LDM) break;                                               \
+        case 2: PA_SMSB_S_NV2(ES, LD, LDM) break;                                               \
+        case 3: PA_SMSB_S_PAIRS(ES, LD, LDM, 3) break;                                          \
+        case 4: PA_SMSB_S_PAIRS(ES, LD, LDM, 4) break;                                          \
+        default: PA_SMSB_S_LONG(SUF, ES) break;                                                 \
         }                                                                                       \
-        const __m512 S = tree8x16(t);                                                           \
         const __m512 sc = _mm512_set1_ps(scale);                                                \
         const __m512 inv_n = _mm512_set1_ps(1.0f / (float)n);                                   \
         const int64_t E = rows * n;                                                             \

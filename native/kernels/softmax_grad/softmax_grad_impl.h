@@ -152,7 +152,7 @@ static inline void pa_smsb_drive(const pa_smsb_args *a, int64_t r0, int64_t r1, 
  * consecutive rows of n columns whose g, y, m and out rows each lie back to
  * back (row k at element k * n). It sums each row in registers, finishes the
  * group's sums together, then writes the group's outputs as one flat stream.
- * The bits are the oracle's (see the tier files for why). */
+ * The bits are the oracle's: the same adds in the same order. */
 #define PA_SMSB_GROUP 16
 #define PA_SMSB_SHORT_MAX 64
 
