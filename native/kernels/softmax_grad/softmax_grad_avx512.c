@@ -125,6 +125,13 @@ static inline __m512 tree8x16(const __m512 v[8]) {
     return tree8x16_q(hadd512(hadd512(v[0], v[1]), hadd512(v[2], v[3])),
                       hadd512(hadd512(v[4], v[5]), hadd512(v[6], v[7])));
 }
+/* tree8x16 without the final permute: groups 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15. */
+static inline __m512 tree8x16_raw(const __m512 v[8]) {
+    const __m512 q0 = hadd512(hadd512(v[0], v[1]), hadd512(v[2], v[3]));
+    const __m512 q1 = hadd512(hadd512(v[4], v[5]), hadd512(v[6], v[7]));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
 static inline float tree8_of(__m256 a) {
     _Alignas(32) float t[8];
     _mm256_store_ps(t, a);
@@ -171,23 +178,24 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
  * last short chunk. */
 #define PA_SMSB_SUMS_AVX512(SUF, ES, LD, LDM)                                                     \
     static inline __m256 acc8_##SUF(const char *g, const char *y, int64_t n) {                  \
+        /* lanes: acc[0 2 4 6 1 3 5 7] (tree8x16_raw's order, the same in both halves) */       \
         __m256 acc = _mm256_set1_ps(-0.0f); /* -0.0 + b == b: the first step starts it */      \
         __m512 p[8];                                                                            \
         int64_t i = 0;                                                                          \
         for (; i + 128 <= n; i += 128) {                                                        \
             for (int k = 0; k < 8; k++)                                                         \
                 p[k] = _mm512_mul_ps(LD(g + (i + 16 * k) * (ES)), LD(y + (i + 16 * k) * (ES))); \
-            const __m512 b = tree8x16(p);                                                       \
+            const __m512 b = tree8x16_raw(p);                                                   \
             acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
             acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));                             \
         }                                                                                       \
         if (i < n) {                                                                            \
             PA_SMSB_PROD128(p, ES, LDM, g, y, i, n);                                            \
-            const __m512 b = tree8x16(p);                                                       \
+            const __m512 b = tree8x16_raw(p);                                                   \
             acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
             if (n - i > 64) acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));             \
         }                                                                                       \
-        return acc;                                                                             \
+        return _mm256_permutevar8x32_ps(acc, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));        \
     }                                                                                           \
     static float row_sum_##SUF(const char *g, const char *y, int64_t n) {                       \
         if (n <= PA_SMSB_ACC8_MAX) return tree8_of(acc8_##SUF(g, y, n));                       \
