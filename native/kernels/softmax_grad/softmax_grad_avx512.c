@@ -142,13 +142,15 @@ static inline float tree8_of(__m256 a) {
  * vfixupimmps does the rest in one instruction: lanes outside ~masked become +0,
  * and a NaN (quiet or signalling) becomes the default NaN 0xffc00000, so no bit
  * depends on which operand's payload the hardware propagated. */
-static inline __m512 out_vec(__m512 g, __m512 y, __m512 s, __m512 sc, __mmask16 masked) {
-    const __m512 p = _mm512_mul_ps(g, y);
+static inline __m512 out_vec_p(__m512 p, __m512 y, __m512 s, __m512 sc, __mmask16 masked) {
     const __m512 t = _mm512_mul_ps(s, y);
     const __m512 d = _mm512_sub_ps(p, t);
     const __m512 v = _mm512_mul_ps(d, sc);
     /* token per input class (nibble j = class j): QNaN, SNaN -> 3 (default NaN), others -> 0 (keep) */
     return _mm512_maskz_fixupimm_ps((__mmask16)~masked, v, v, _mm512_set1_epi32(0x33), 0);
+}
+static inline __m512 out_vec(__m512 g, __m512 y, __m512 s, __m512 sc, __mmask16 masked) {
+    return out_vec_p(_mm512_mul_ps(g, y), y, s, sc, masked);
 }
 
 static inline void prefetch(const char *p) { _mm_prefetch(p, _MM_HINT_T0); }
@@ -177,7 +179,7 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
  * to chunk sums (tree8x16 again) and finishes with pa_smsb_pairwise, like its
  * last short chunk. */
 #define PA_SMSB_SUMS_AVX512(SUF, ES, LD, LDM)                                                     \
-    static inline __m256 acc8_##SUF(const char *g, const char *y, int64_t n) {                  \
+    static inline __m256 acc8_##SUF(const char *g, const char *y, int64_t n, float *pb) {       \
         /* lanes: acc[0 2 4 6 1 3 5 7] (tree8x16_raw's order, the same in both halves) */       \
         __m256 acc = _mm256_set1_ps(-0.0f); /* -0.0 + b == b: the first step starts it */      \
         __m512 p[8];                                                                            \
@@ -185,12 +187,16 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
         for (; i + 128 <= n; i += 128) {                                                        \
             for (int k = 0; k < 8; k++)                                                         \
                 p[k] = _mm512_mul_ps(LD(g + (i + 16 * k) * (ES)), LD(y + (i + 16 * k) * (ES))); \
+            if (pb != NULL)                                                                     \
+                for (int k = 0; k < 8; k++) _mm512_store_ps(pb + i + 16 * k, p[k]);             \
             const __m512 b = tree8x16_raw(p);                                                   \
             acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
             acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));                             \
         }                                                                                       \
         if (i < n) {                                                                            \
             PA_SMSB_PROD128(p, ES, LDM, g, y, i, n);                                            \
+            if (pb != NULL)                                                                     \
+                for (int k = 0; k < 8; k++) _mm512_store_ps(pb + i + 16 * k, p[k]);             \
             const __m512 b = tree8x16_raw(p);                                                   \
             acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
             if (n - i > 64) acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));             \
@@ -198,7 +204,7 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
         return _mm256_permutevar8x32_ps(acc, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));        \
     }                                                                                           \
     static float row_sum_##SUF(const char *g, const char *y, int64_t n) {                       \
-        if (n <= PA_SMSB_ACC8_MAX) return tree8_of(acc8_##SUF(g, y, n));                       \
+        if (n <= PA_SMSB_ACC8_MAX) return tree8_of(acc8_##SUF(g, y, n, NULL));                 \
         __m512 p[8], bs[8];                                                                     \
         float csum[PA_SMSB_CHUNKS_BUF];                                                         \
         int nb = 0;                                                                             \
@@ -236,15 +242,19 @@ PA_SMSB_SUMS_AVX512(f16, 2, ld_f16, ldm_f16)
 PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
 
 /* Row kernel: pass 1 (the row sum), then pass 2 (outputs) while prefetching the
- * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
-#define PA_SMSB_ROW_AVX512(NAME, SUM, ES, LD, LDM, ST2, ST2NT, STM)                              \
+ * next row. A row of up to PA_SMSB_ACC8_MAX columns keeps its products from pass 1
+ * in an L1 buffer, so pass 2 reads p = g*y back instead of g. With nt, pass 2
+ * peels to a 64-byte boundary and streams full lines. */
+#define PA_SMSB_ROW_AVX512(NAME, SUF, ES, LD, LDM, ST2, ST2NT, STM)                              \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
                      bool nt) {                                                                 \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         const char *gn = (const char *)gnv, *yn = (const char *)ynv;                            \
         char *o = (char *)ov;                                                                   \
-        const __m512 s = _mm512_set1_ps(SUM(g, y, n));                                          \
+        _Alignas(64) float pb[PA_SMSB_ACC8_MAX + 128];                                          \
+        const bool keep = n <= PA_SMSB_ACC8_MAX;                                                \
+        const __m512 s = _mm512_set1_ps(keep ? tree8_of(acc8_##SUF(g, y, n, pb)) : row_sum_##SUF(g, y, n)); \
         const __m512 sc = _mm512_set1_ps(scale);                                                \
         int64_t i = 0, head = 0;                                                                \
         const bool stream = nt && (uintptr_t)o % ES == 0;                                       \
@@ -254,8 +264,9 @@ PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
         }                                                                                       \
         for (; i < head; i += 16) {                                                             \
             const __mmask16 km = tail_mask(head - i);                                           \
-            STM(o + i * ES, km,                                                                 \
-                out_vec(LDM(g + i * ES, km), LDM(y + i * ES, km), s, sc, ldm_mask(m + i, km))); \
+            const __m512 yv_ = LDM(y + i * ES, km);                                             \
+            const __m512 p_ = keep ? _mm512_maskz_loadu_ps(km, pb + i) : _mm512_mul_ps(LDM(g + i * ES, km), yv_); \
+            STM(o + i * ES, km, out_vec_p(p_, yv_, s, sc, ldm_mask(m + i, km)));                \
         }                                                                                       \
         i = head;                                                                               \
         for (; i + 32 <= n; i += 32) {                                                          \
@@ -268,23 +279,26 @@ PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
                 if (ES == 4) prefetch_l2_at(g, (far + i) * ES + 64), prefetch_l2_at(y, (far + i) * ES + 64); \
                 if (far_m && (i & 63) < 32) prefetch_l2_at(m, far + i);                         \
             }                                                                                   \
-            const __m512 r0 = out_vec(LD(g + i * ES), LD(y + i * ES), s, sc, ld_mask(m + i));   \
-            const __m512 r1 = out_vec(LD(g + (i + 16) * ES), LD(y + (i + 16) * ES), s, sc,      \
-                                      ld_mask(m + i + 16));                                     \
+            const __m512 y0 = LD(y + i * ES), y1 = LD(y + (i + 16) * ES);                       \
+            const __m512 p0 = keep ? _mm512_loadu_ps(pb + i) : _mm512_mul_ps(LD(g + i * ES), y0); \
+            const __m512 p1 = keep ? _mm512_loadu_ps(pb + i + 16) : _mm512_mul_ps(LD(g + (i + 16) * ES), y1); \
+            const __m512 r0 = out_vec_p(p0, y0, s, sc, ld_mask(m + i));                         \
+            const __m512 r1 = out_vec_p(p1, y1, s, sc, ld_mask(m + i + 16));                    \
             if (stream) ST2NT(o + i * ES, r0, r1);                                              \
             else ST2(o + i * ES, r0, r1);                                                       \
         }                                                                                       \
         for (; i < n; i += 16) {                                                                \
             const __mmask16 km = tail_mask(n - i);                                              \
-            STM(o + i * ES, km,                                                                 \
-                out_vec(LDM(g + i * ES, km), LDM(y + i * ES, km), s, sc, ldm_mask(m + i, km))); \
+            const __m512 yv_ = LDM(y + i * ES, km);                                             \
+            const __m512 p_ = keep ? _mm512_maskz_loadu_ps(km, pb + i) : _mm512_mul_ps(LDM(g + i * ES, km), yv_); \
+            STM(o + i * ES, km, out_vec_p(p_, yv_, s, sc, ldm_mask(m + i, km)));                \
         }                                                                                       \
     }
 
-PA_SMSB_ROW_AVX512(row_f32, row_sum_f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
-PA_SMSB_ROW_AVX512(row_f16, row_sum_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
-PA_SMSB_ROW_AVX512(row_bf16, row_sum_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
-PA_SMSB_ROW_AVX512(row_bf16hw, row_sum_bf16, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
+PA_SMSB_ROW_AVX512(row_f32, f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
+PA_SMSB_ROW_AVX512(row_f16, f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
+PA_SMSB_ROW_AVX512(row_bf16, bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
+PA_SMSB_ROW_AVX512(row_bf16hw, bf16, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
 
 /* ---- short rows: groups of up to 16 rows (see pa_smsb_drive_short) ----
  *
@@ -376,8 +390,8 @@ static inline __m512 sums_at(__m512 S, int64_t e, __m512 inv_n) { return sums_of
         __m512 t[8];                                                                            \
         for (int k = 0; k < 8; k++) {                                                           \
             __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(); /* unused lanes of S */  \
-            if (2 * k < rows) a0 = acc8_##SUF(g + 2 * k * n * (ES), y + 2 * k * n * (ES), n);   \
-            if (2 * k + 1 < rows) a1 = acc8_##SUF(g + (2 * k + 1) * n * (ES), y + (2 * k + 1) * n * (ES), n); \
+            if (2 * k < rows) a0 = acc8_##SUF(g + 2 * k * n * (ES), y + 2 * k * n * (ES), n, NULL);   \
+            if (2 * k + 1 < rows) a1 = acc8_##SUF(g + (2 * k + 1) * n * (ES), y + (2 * k + 1) * n * (ES), n, NULL); \
             t[k] = _mm512_insertf32x8(_mm512_castps256_ps512(a0), a1, 1);                       \
         }                                                                                       \
         S = tree8x16(t);                                                                        \
