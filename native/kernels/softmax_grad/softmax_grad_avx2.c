@@ -163,20 +163,20 @@ static inline __m256 out_vec(__m256 g, __m256 y, __m256 s, __m256 sc, __m256 kee
         return pa_smsb_pairwise(csum, nc);                                                      \
     }
 
-PA_SMSB_ROW_SUM_AVX2(row_sum_row_f32, 4, ld_f32)
-PA_SMSB_ROW_SUM_AVX2(row_sum_row_f16, 2, ld_f16)
-PA_SMSB_ROW_SUM_AVX2(row_sum_row_bf16, 2, ld_bf16)
+PA_SMSB_ROW_SUM_AVX2(row_sum_f32, 4, ld_f32)
+PA_SMSB_ROW_SUM_AVX2(row_sum_f16, 2, ld_f16)
+PA_SMSB_ROW_SUM_AVX2(row_sum_bf16, 2, ld_bf16)
 
 /* Row kernel: pass 1 (the row sum), then pass 2 (outputs) while prefetching the
  * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
-#define PA_SMSB_ROW_AVX2(NAME, ES, LD, ST, STNT)                                                 \
+#define PA_SMSB_ROW_AVX2(NAME, SUM, ES, LD, ST, STNT)                                            \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
                      bool nt) {                                                                 \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         const char *gn = (const char *)gnv, *yn = (const char *)ynv;                            \
         char *o = (char *)ov;                                                                   \
-        const __m256 s = _mm256_set1_ps(row_sum_##NAME(g, y, n));                                \
+        const __m256 s = _mm256_set1_ps(SUM(g, y, n));                                          \
         const __m256 sc = _mm256_set1_ps(scale);                                                \
         int64_t i = 0, head = 0;                                                                \
         const bool stream = nt && (uintptr_t)o % (ES) == 0;                                     \
@@ -202,9 +202,9 @@ PA_SMSB_ROW_SUM_AVX2(row_sum_row_bf16, 2, ld_bf16)
         for (; i < n; i += 8) PA_SMSB_PART_AVX2(ES, LD, ST, i, (n - i < 8 ? n - i : 8));        \
     }
 
-PA_SMSB_ROW_AVX2(row_f32, 4, ld_f32, st_f32, stnt_f32)
-PA_SMSB_ROW_AVX2(row_f16, 2, ld_f16, st_f16, stnt_f16)
-PA_SMSB_ROW_AVX2(row_bf16, 2, ld_bf16, st_bf16, stnt_bf16)
+PA_SMSB_ROW_AVX2(row_f32, row_sum_f32, 4, ld_f32, st_f32, stnt_f32)
+PA_SMSB_ROW_AVX2(row_f16, row_sum_f16, 2, ld_f16, st_f16, stnt_f16)
+PA_SMSB_ROW_AVX2(row_bf16, row_sum_bf16, 2, ld_bf16, st_bf16, stnt_bf16)
 
 /* ---- short rows: groups of 8 rows (see pa_smsb_drive_short) ----
  *
