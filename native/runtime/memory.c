@@ -168,8 +168,11 @@ PA_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterTyp
             }
             return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the range table", api);
         }
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: [%p, +%llu) overlaps the %s [%p, +%zu)", api, ptr,
-                          (unsigned long long)size, pa_mem_kind_name(clash.kind), (void *)clash.base, clash.size);
+        /* overlapping another registration is CANN's "already registered" */
+        return pa_rt_fail(clash.kind == PA_MEM_HOST_REGISTERED ? ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+                                                               : ACL_ERROR_INVALID_PARAM,
+                          "%s: [%p, +%llu) overlaps the %s [%p, +%zu)", api, ptr, (unsigned long long)size,
+                          pa_mem_kind_name(clash.kind), (void *)clash.base, clash.size);
     }
     *devPtr = ptr;
     return ACL_SUCCESS;
@@ -178,7 +181,7 @@ PA_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterTyp
 PA_API aclError aclrtHostUnregister(void *ptr) {
     if (ptr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtHostUnregister: ptr must not be NULL");
     if (!pa_memreg_remove((uintptr_t)ptr, PA_MEM_HOST_REGISTERED, NULL)) {
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+        return pa_rt_fail(ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
                           "aclrtHostUnregister: %p is not the start of a range registered with aclrtHostRegister",
                           ptr);
     }

@@ -497,7 +497,11 @@ static void test_smsb_addresses(void) {
     b.o = devo;
     CHECK_EQ(smsb_at(&b, NULL), 0);
     CHECK(memcmp(hosto, want, 64) == 0);
+    /* a second registration overlapping the first, and unregistering twice */
+    CHECK_ERR(aclrtHostRegister(hostg + 16, 64, ACL_HOST_REGISTER_MAPPED, &devg), ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+              "overlaps the aclrtHostRegister range");
     CHECK_EQ(aclrtHostUnregister(hostg), 0);
+    CHECK_ERR(aclrtHostUnregister(hostg), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "is not the start of a range");
     CHECK_ERR(smsb_at(&b, hosto), ACL_ERROR_RT_AICORE_EXCEPTION, "gradOutput storage");
     CHECK_EQ(aclrtHostUnregister(hosto), 0);
 
