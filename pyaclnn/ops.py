@@ -12,13 +12,14 @@ import numpy as np
 
 from . import runtime
 from ._ffi import lib
-from ._twophase import (aclnnNsaSelectedAttentionGrad, aclnnNsaSelectedAttentionGradGetWorkspaceSize,
+from ._twophase import (aclnnNsaSelectedAttention, aclnnNsaSelectedAttentionGetWorkspaceSize,
+                        aclnnNsaSelectedAttentionGrad, aclnnNsaSelectedAttentionGradGetWorkspaceSize,
                         aclnnScaledMaskedSoftmaxBackward,
                         aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize)
 from .runtime import DeviceBuffer, Stream
 from .tensor import Tensor, as_dtype
 
-__all__ = ["scaled_masked_softmax_backward", "nsa_selected_attention_grad"]
+__all__ = ["scaled_masked_softmax_backward", "nsa_selected_attention", "nsa_selected_attention_grad"]
 
 _tls = threading.local()
 
@@ -71,6 +72,43 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mas
                          (g, yt, m, scale, fix_triu_mask, out),
                          aclnnScaledMaskedSoftmaxBackward, (out,), stack)
     return result
+
+
+def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head_num,
+                           selected_block_size, selected_block_count, actual_seq_qlen=None,
+                           actual_seq_kvlen=None, atten_mask=None, input_layout="TND", sparse_mode=0):
+    """Forward of NSA selected-block attention via aclnnNsaSelectedAttention.
+
+    Layout TND: query [T1, N1, D], key [T2, N2, D], value [T2, N2, Dv] (fp16 or
+    bf16, one dtype), topk_indices int32 [T1, N2, selected_block_count].
+    actual_seq_qlen / actual_seq_kvlen are cumulative per-batch lengths; None
+    means one batch ([T1] / [T2]; the C operator itself requires both arrays).
+    As in the vendor kernel, the causal rule applies only with sparse_mode 2 AND
+    an atten_mask (whose values are never read). Returns (attention_out
+    [T1, N1, Dv] of query's dtype, softmax_max, softmax_sum float32 [T1, N1, 8]).
+    """
+    query = np.asarray(query)
+    key = np.asarray(key)
+    value = np.asarray(value)
+    T1, N1 = query.shape[:2]
+    if actual_seq_qlen is None:
+        actual_seq_qlen = [T1]
+    if actual_seq_kvlen is None:
+        actual_seq_kvlen = [key.shape[0]]
+    with contextlib.ExitStack() as stack:
+        def dev(a):
+            return None if a is None else stack.enter_context(Tensor(a))
+
+        ins = [dev(a) for a in (query, key, value, topk_indices)]
+        mask = dev(atten_mask)
+        smax = stack.enter_context(Tensor.empty((T1, N1, 8), np.float32))
+        ssum = stack.enter_context(Tensor.empty((T1, N1, 8), np.float32))
+        out = stack.enter_context(Tensor.empty((T1, N1, value.shape[-1]), query.dtype))
+        args = (*ins, mask, actual_seq_qlen, actual_seq_kvlen, scale_value, head_num, input_layout,
+                sparse_mode, selected_block_size, selected_block_count, smax, ssum, out)
+        o, m, l = _run(aclnnNsaSelectedAttentionGetWorkspaceSize, args,
+                       aclnnNsaSelectedAttention, (out, smax, ssum), stack)
+    return o, m, l
 
 
 def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_grad, softmax_max,

@@ -29,6 +29,7 @@ HEADERS = (
     "aclnn/aclnn_base.h",
     "aclnn/opdev/op_errno.h",
     "aclnnop/aclnn_scaled_masked_softmax_backward.h",
+    "aclnnop/aclnn_nsa_selected_attention.h",
     "aclnnop/aclnn_nsa_selected_attention_grad.h",
     "pyaclnn/pyaclnn_ext.h",
 )

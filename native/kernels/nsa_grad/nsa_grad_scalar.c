@@ -56,3 +56,22 @@ void nsa_pgrad_scalar(float *sp, float *dpds, int64_t n, int64_t nvis, float sca
         dpds[c] = 0.0f;
     }
 }
+
+float nsa_rowmax_scalar(const float *s, int64_t n, float scale) {
+    float m = -INFINITY;
+    for (int64_t c = 0; c < n; c++) {
+        const float x = scale * s[c];
+        if (x > m) m = x;
+    }
+    return m;
+}
+
+float nsa_expsum_scalar(float *s, int64_t n, float scale, float m) {
+    float sum = 0.0f;
+    for (int64_t c = 0; c < n; c++) {
+        const float e = expf(scale * s[c] - m);
+        s[c] = e;
+        sum += e;
+    }
+    return sum;
+}
