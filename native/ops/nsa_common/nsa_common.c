@@ -27,20 +27,7 @@ int nsa_check_tensor(const char *api, const aclTensor *t, const char *name, int3
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be %d-D, got %d-D %s", api, name, (int)rank,
                        (int)t->ndim, pa_shape_str(t->dims, t->ndim, buf, sizeof buf));
     }
-    for (int32_t i = 0; i < t->ndim; i++) {
-        if (t->dims[i] < 0) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s has a negative dimension", api, name);
-        }
-        if (t->strides[i] < 0) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have non-negative strides, got %lld in dim %d",
-                           api, name, (long long)t->strides[i], (int)i);
-        }
-    }
-    if (t->offset < 0) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have a non-negative offset, got %lld", api, name,
-                       (long long)t->offset);
-    }
-    return ACLNN_SUCCESS;
+    return pa_tensor_check_view(api, name, t);
 }
 
 /* True when two elements of t may share an address: with the dims of size > 1

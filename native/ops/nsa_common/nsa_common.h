@@ -12,7 +12,7 @@
 /* PYACLNN_NSA_RELAXED=1, read at each call. */
 bool nsa_relaxed_mode(void);
 bool nsa_is_half(aclDataType dt);
-/* Handle validity, plain format, rank, non-negative dims, strides and offset. */
+/* Handle validity, plain format, rank, then the shared view rules (pa_tensor_check_view). */
 int nsa_check_tensor(const char *api, const aclTensor *t, const char *name, int32_t rank);
 /* Output views whose elements may share an address (several writers). */
 int nsa_check_no_overlap(const char *api, const aclTensor *t, const char *name);

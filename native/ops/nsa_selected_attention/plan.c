@@ -93,8 +93,7 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGetWorkspaceSize(
     p.ssum = pa_tview_of(softmaxSumOut);
     p.out = pa_tview_of(attentionOut);
     p.causal = sparseMode == 2 && has_mask;
-    /* TODO(lead): pa_scale_to_f32 once it is on main (same conversion as the grad's). */
-    p.scale = (float)scaleValue;
+    p.scale = pa_scale_to_f32(scaleValue);
     p.T1 = sh.T1;
     p.T2 = sh.T2;
     p.N1 = sh.N1;

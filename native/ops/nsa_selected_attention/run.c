@@ -20,7 +20,9 @@
 #include "ops/nsa_selected_attention/nsa_sa.h"
 #include "runtime/pa_threadpool.h"
 
-const pa_op_def nsa_sa_op_def = {NSA_SA_RUN_API, nsa_sa_run};
+static const char *const nsa_sa_in_names[] = {"query", "key", "value", "topkIndices", "attenMaskOptional"};
+static const char *const nsa_sa_out_names[] = {"softmaxMaxOut", "softmaxSumOut", "attentionOut"};
+const pa_op_def nsa_sa_op_def = {NSA_SA_RUN_API, nsa_sa_run, nsa_sa_in_names, nsa_sa_out_names};
 
 PA_API aclnnStatus aclnnNsaSelectedAttention(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                              const aclrtStream stream) {
