@@ -22,6 +22,7 @@ import pyaclnn
 
 SAMPLE = "scaled_masked_softmax_backward"
 NSA_SAMPLE = "nsa_selected_attention_grad"
+NSA_FWD_SAMPLE = "nsa_selected_attention"
 
 
 def samples_dir():
@@ -124,6 +125,13 @@ def cmd_demo(args):
         _run([os.path.join(tmp, "nsa")], tmp)
         print("\n== 5. the same op from Python (one call and two phases, vs pyaclnn.reference)")
         _run([sys.executable, os.path.join(src_dir, NSA_SAMPLE + ".py")], tmp)
+        print("\n== 6. aclnnNsaSelectedAttention (the forward): build and run its C++ sample"
+              " (it checks itself against a double-precision loop)")
+        shutil.copy(os.path.join(src_dir, NSA_FWD_SAMPLE + ".cpp"), os.path.join(tmp, "nsa_fwd.cpp"))
+        _run(compile_command("nsa_fwd.cpp", home, args.cxx) + ["-o", "nsa_fwd"], tmp)
+        _run([os.path.join(tmp, "nsa_fwd")], tmp)
+        print("\n== 7. the forward from Python (one call, two phases, and the round trip into the grad)")
+        _run([sys.executable, os.path.join(src_dir, NSA_FWD_SAMPLE + ".py")], tmp)
         print("\ndemo OK")
     finally:
         if args.keep:

@@ -151,6 +151,7 @@ def test_cli_demo():
     assert "-lascendcl -lnnopbase -lopapi -Wl,-rpath," in out
     assert "C++ result vs pyaclnn.reference (float64): max abs error" in out
     assert out.count("PASSED") == 2 and out.rstrip().endswith("demo OK")
+    assert "aclnnNsaSelectedAttention: T1=64" in out and "round trip forward -> grad" in out
 
 
 def test_samples_build_with_cmake(home, tmp_path):
