@@ -9,8 +9,9 @@ Layers, from raw to convenient:
   :class:`DeviceBuffer`, ... raising :class:`AclError`.
 * :class:`Tensor` (numpy <-> aclTensor) and the two-phase operator functions
   under their C names, e.g. :func:`aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize`.
-* one-call helpers on numpy arrays: :func:`scaled_masked_softmax_backward`,
-  :func:`nsa_selected_attention`, :func:`nsa_selected_attention_grad`.
+* one-call helpers on numpy arrays: :func:`scaled_masked_softmax`,
+  :func:`scaled_masked_softmax_backward`, :func:`nsa_selected_attention`,
+  :func:`nsa_selected_attention_grad`.
 
 Every integer constant of the headers (``ACL_FLOAT``, ``ACL_FORMAT_ND``,
 ``ACLNN_ERR_PARAM_NULLPTR``, ...) is also an attribute of this module.
@@ -25,7 +26,8 @@ from .runtime import __all__ as _runtime_all
 from .tensor import SUPPORTED_DTYPES, Tensor, acl_dtype_of, as_dtype
 from ._twophase import *  # noqa: F401,F403
 from ._twophase import __all__ as _twophase_all
-from .ops import nsa_selected_attention, nsa_selected_attention_grad, scaled_masked_softmax_backward
+from .ops import (nsa_selected_attention, nsa_selected_attention_grad, scaled_masked_softmax,
+                  scaled_masked_softmax_backward)
 
 __version__ = "0.1.0"
 
@@ -60,6 +62,7 @@ __all__ = [
     "ffi", "lib", "backend", "library_paths", "has_extensions", "BackendError",
     "AclError", "check", "status_name",
     "Tensor", "SUPPORTED_DTYPES", "as_dtype", "acl_dtype_of",
-    "scaled_masked_softmax_backward", "nsa_selected_attention", "nsa_selected_attention_grad",
+    "scaled_masked_softmax", "scaled_masked_softmax_backward", "nsa_selected_attention",
+    "nsa_selected_attention_grad",
     "home", "include_dir", "lib_dir", "cflags", "libs",
 ] + list(_runtime_all) + list(_twophase_all)

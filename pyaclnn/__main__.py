@@ -23,6 +23,7 @@ import pyaclnn
 SAMPLE = "scaled_masked_softmax_backward"
 NSA_SAMPLE = "nsa_selected_attention_grad"
 NSA_FWD_SAMPLE = "nsa_selected_attention"
+FWD_SAMPLE = "scaled_masked_softmax"
 
 
 def samples_dir():
@@ -118,19 +119,25 @@ def cmd_demo(args):
         _check_dump(dump)
         print("\n== 3. the same flow from Python (pyaclnn two-phase API)")
         _run([sys.executable, os.path.join(src_dir, SAMPLE + ".py")], tmp)
-        print("\n== 4. aclnnNsaSelectedAttentionGrad: build and run its C++ sample"
+        print("\n== 4. aclnnScaledMaskedSoftmax (forward): build and run its C++ sample"
+              " (it checks itself against a double-precision loop), then the Python one")
+        shutil.copy(os.path.join(src_dir, FWD_SAMPLE + ".cpp"), os.path.join(tmp, "fwd.cpp"))
+        _run(compile_command("fwd.cpp", home, args.cxx) + ["-o", "fwd"], tmp)
+        _run([os.path.join(tmp, "fwd")], tmp)
+        _run([sys.executable, os.path.join(src_dir, FWD_SAMPLE + ".py")], tmp)
+        print("\n== 5. aclnnNsaSelectedAttentionGrad: build and run its C++ sample"
               " (it checks itself against a double-precision loop)")
         shutil.copy(os.path.join(src_dir, NSA_SAMPLE + ".cpp"), os.path.join(tmp, "nsa.cpp"))
         _run(compile_command("nsa.cpp", home, args.cxx) + ["-o", "nsa"], tmp)
         _run([os.path.join(tmp, "nsa")], tmp)
-        print("\n== 5. the same op from Python (one call and two phases, vs pyaclnn.reference)")
+        print("\n== 6. the same op from Python (one call and two phases, vs pyaclnn.reference)")
         _run([sys.executable, os.path.join(src_dir, NSA_SAMPLE + ".py")], tmp)
-        print("\n== 6. aclnnNsaSelectedAttention (the forward): build and run its C++ sample"
+        print("\n== 7. aclnnNsaSelectedAttention (the forward): build and run its C++ sample"
               " (it checks itself against a double-precision loop)")
         shutil.copy(os.path.join(src_dir, NSA_FWD_SAMPLE + ".cpp"), os.path.join(tmp, "nsa_fwd.cpp"))
         _run(compile_command("nsa_fwd.cpp", home, args.cxx) + ["-o", "nsa_fwd"], tmp)
         _run([os.path.join(tmp, "nsa_fwd")], tmp)
-        print("\n== 7. the forward from Python (one call, two phases, and the round trip into the grad)")
+        print("\n== 8. the forward from Python (one call, two phases, and the round trip into the grad)")
         _run([sys.executable, os.path.join(src_dir, NSA_FWD_SAMPLE + ".py")], tmp)
         print("\ndemo OK")
     finally:

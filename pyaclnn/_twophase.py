@@ -18,6 +18,7 @@ from .tensor import Tensor
 
 __all__ = [
     "Executor",
+    "aclnnScaledMaskedSoftmaxGetWorkspaceSize", "aclnnScaledMaskedSoftmax",
     "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", "aclnnScaledMaskedSoftmaxBackward",
     "aclnnNsaSelectedAttentionGetWorkspaceSize", "aclnnNsaSelectedAttention",
     "aclnnNsaSelectedAttentionGradGetWorkspaceSize", "aclnnNsaSelectedAttentionGrad",
@@ -159,6 +160,22 @@ def _phase2(api, fn, workspace, workspace_size, executor, stream):
     if isinstance(workspace, DeviceBuffer):
         keep.append(workspace)
     _keep_until_sync(stream, keep)
+
+
+# ---------------------------------------------------------------- ScaledMaskedSoftmax
+
+def aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, scale, fixed_triu_mask, y):
+    """Phase 1 of aclnnScaledMaskedSoftmax -> (workspace_size, Executor)."""
+    args = (_tensor_arg(x, "x"), _tensor_arg(mask, "mask"), float(scale), bool(fixed_triu_mask),
+            _tensor_arg(y, "y"))
+    return _phase1("aclnnScaledMaskedSoftmaxGetWorkspaceSize", "aclnnScaledMaskedSoftmax",
+                   lib.aclnnScaledMaskedSoftmaxGetWorkspaceSize, args, (x, mask, y))
+
+
+def aclnnScaledMaskedSoftmax(workspace, workspace_size, executor, stream=None):
+    """Phase 2 of aclnnScaledMaskedSoftmax: queue the work on `stream`."""
+    _phase2("aclnnScaledMaskedSoftmax", lib.aclnnScaledMaskedSoftmax,
+            workspace, workspace_size, executor, stream)
 
 
 # ---------------------------------------------------------------- ScaledMaskedSoftmaxBackward

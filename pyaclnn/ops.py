@@ -14,12 +14,14 @@ from . import runtime
 from ._ffi import lib
 from ._twophase import (aclnnNsaSelectedAttention, aclnnNsaSelectedAttentionGetWorkspaceSize,
                         aclnnNsaSelectedAttentionGrad, aclnnNsaSelectedAttentionGradGetWorkspaceSize,
+                        aclnnScaledMaskedSoftmax, aclnnScaledMaskedSoftmaxGetWorkspaceSize,
                         aclnnScaledMaskedSoftmaxBackward,
                         aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize)
 from .runtime import DeviceBuffer, Stream
 from .tensor import Tensor, as_dtype
 
-__all__ = ["scaled_masked_softmax_backward", "nsa_selected_attention", "nsa_selected_attention_grad"]
+__all__ = ["scaled_masked_softmax", "scaled_masked_softmax_backward", "nsa_selected_attention",
+           "nsa_selected_attention_grad"]
 
 _tls = threading.local()
 
@@ -48,6 +50,27 @@ def _run(phase1, phase1_args, phase2, outputs, stack):
         del stream._pending[:]
         raise
     return tuple(t.numpy() for t in outputs)
+
+
+def scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False):
+    """``softmax(z)`` over the last dim, ``z = x * scale`` where mask is False and
+    -10000 where it is True, via aclnnScaledMaskedSoftmax.
+
+    x: [B, N, S1, S2] float32 / float16 / bfloat16 (views may be non-contiguous),
+    S2 <= 4096. mask: bool [B|1, N|1, S1, S2], True = masked; integer 0/1 masks
+    are converted. Returns an array of x's dtype and shape.
+    """
+    x = np.asarray(x)
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        mask = mask.astype(np.bool_)
+    with contextlib.ExitStack() as stack:
+        xt = stack.enter_context(Tensor(x))
+        m = stack.enter_context(Tensor(mask))
+        out = stack.enter_context(Tensor.empty(x.shape, x.dtype))
+        (result,) = _run(aclnnScaledMaskedSoftmaxGetWorkspaceSize, (xt, m, scale, fix_triu_mask, out),
+                         aclnnScaledMaskedSoftmax, (out,), stack)
+    return result
 
 
 def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mask=False):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "scaled_masked_softmax",
     "scaled_masked_softmax_backward",
     "nsa_selected_attention_forward",
     "nsa_selected_attention",
@@ -22,6 +23,51 @@ __all__ = [
 
 def _f64(x):
     return np.asarray(x).astype(np.float64)
+
+
+# ---------------------------------------------------------------------------
+# aclnnScaledMaskedSoftmax
+# ---------------------------------------------------------------------------
+
+def _check_mask(m, shape):
+    if m.ndim != 4 or m.shape[2:] != tuple(shape[2:]) or any(
+            md not in (1, xd) for md, xd in zip(m.shape[:2], shape[:2])):
+        raise ValueError(f"mask shape {m.shape} not broadcastable as [B|1,N|1,S1,S2] to {tuple(shape)}")
+
+
+def scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False, half_scale=None):
+    """y = softmax(z) over the last dim in float64, z = x*scale where mask is
+    False and -10000 where it is True (any non-zero mask value counts as True).
+
+    The scaled value is formed as the op forms it: ``scale`` is rounded to fp32;
+    z = fp32(x * scale) for float32 / bfloat16 inputs. For float16 inputs
+    (``half_scale=None`` means "if x is float16"; True / False force it) the
+    vendor's kernel multiplies in fp16: the scale is rounded on to fp16 and
+    z = fp16(x * scale), which overflows to +-inf. A masked input is replaced,
+    never used: NaN / Inf there have no effect. Everything after z is exact
+    float64 (max-subtracted exp, sum, divide). A fully masked row is 1/S2.
+    mask [B|1, N|1, S1, S2].
+    """
+    if fix_triu_mask:
+        raise ValueError("fix_triu_mask=True is not supported (only False)")
+    xa = np.asarray(x)
+    if half_scale is None:
+        half_scale = xa.dtype == np.float16
+    m = np.asarray(mask).astype(bool)
+    if xa.ndim != 4:
+        raise ValueError(f"x must be 4-D, got {xa.shape}")
+    _check_mask(m, xa.shape)
+    x32 = xa.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sc = np.float32(scale)
+        if half_scale:
+            z = (x32 * np.float32(np.float16(sc))).astype(np.float16)
+        else:
+            z = x32 * sc
+    z = np.where(m, -10000.0, z.astype(np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
 
 
 # ---------------------------------------------------------------------------
