@@ -94,3 +94,16 @@ def test_defaults_one_batch_and_errors():
     with pytest.raises(pyaclnn.AclError) as ei:
         pt.npu_nsa_select_attention(q, k, v, topk, 0.1, 3, 16, 4)
     assert ei.value.status == 161002 and "headNum" in ei.value.message
+
+
+def test_train_step_sample():
+    import pathlib
+    import subprocess
+    import sys
+    sample = pathlib.Path(__file__).resolve().parents[1] / "samples" / "train_step.py"
+    proc = subprocess.run([sys.executable, str(sample)], cwd="/", stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    grads = [ln for ln in proc.stdout.splitlines() if ln.startswith("grad ")]
+    assert len(grads) == 4 and all(ln.endswith("ok") for ln in grads), proc.stdout
+    assert proc.stdout.rstrip().endswith("OK")
