@@ -410,3 +410,24 @@ def test_round_trip_sparse2_without_mask_is_the_vendor_mismatch():
     torch_gather_attention(tq, tk, tv, topk, kw, causal=False).backward(torch.from_numpy(do.astype(np.float64)))
     want = tq.grad.numpy()
     assert np.abs(dq - want).max() > 0.1 * np.abs(want).max()
+
+
+def test_nan_input_gives_the_same_nan_rows_in_every_tier(restore_runtime_knobs):
+    """A NaN score makes its row's max, sum and output NaN (all tiers alike); other rows
+    are unaffected."""
+    ins, kw = make_case(12, seq_q=[30], seq_kv=[128], n1=4, n2=1, d=128, dv=128, block=16, count=4,
+                        dtype=F16, mask=True, sparse_mode=2)
+    q = ins[0].copy()
+    q[5, 2, 7] = np.nan
+    ins = (q,) + ins[1:]
+    seen = None
+    for tier in _supported_tiers():
+        pyaclnn.set_max_isa(tier)
+        o, m, l = run(ins, kw)
+        nan_rows = np.isnan(m[..., 0])
+        assert nan_rows[5, 2] and nan_rows.sum() == 1, tier
+        assert np.isnan(l[5, 2]).all() and np.isnan(o[5, 2].astype(np.float32)).all()
+        assert not np.isnan(o[~nan_rows].astype(np.float32)).any()
+        if seen is not None:
+            assert np.array_equal(nan_rows, seen)
+        seen = nan_rows

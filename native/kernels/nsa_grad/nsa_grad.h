@@ -22,7 +22,7 @@
  *   for c >= nvis: P = 0, dS = 0
  *
  * Forward row ops (aclnnNsaSelectedAttention), on one row of raw scores S:
- *   rowmax: max over c < n of fl(scale*S[c])  (-inf for n == 0)
+ *   rowmax: max over c < n of fl(scale*S[c])  (-inf for n == 0, NaN if any is NaN)
  *   expsum: S[c] = exp(fl(scale*S[c]) - m) for c < n, in place; returns their
  *           fp32 sum (order fixed per tier). The exp is the one pgrad uses, on the
  *           same fl(scale*S) - m, so forward and backward see the same P.

@@ -162,13 +162,16 @@ float nsa_rowmax_avx2(const float *s, int64_t n, float scale) {
     const __m256 vs = _mm256_set1_ps(scale);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
-    __m256 acc = ninf;
+    __m256 acc = ninf, nan = _mm256_setzero_ps();
     for (int64_t c = 0; c < n; c += 8) {
         const int64_t rem = n - c;
         const __m256i io = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(rem > 8 ? 8 : rem)), lane);
-        const __m256 x = _mm256_mul_ps(vs, _mm256_maskload_ps(s + c, io));
-        acc = _mm256_max_ps(acc, _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(io)));
+        const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(vs, _mm256_maskload_ps(s + c, io)),
+                                          _mm256_castsi256_ps(io));
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        acc = _mm256_max_ps(x, acc); /* acc where x is NaN */
     }
+    if (_mm256_movemask_ps(nan) != 0) return __builtin_nanf("");
     float v[8];
     _mm256_storeu_ps(v, acc);
     float m = v[0];

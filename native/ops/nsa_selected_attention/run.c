@@ -144,11 +144,12 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
             for (int64_t i = 0; i < C; i++) {
                 if (sc.nvis[i] == 0) continue;
                 const float mi = kn->rowmax(sc.S + (i * G + g) * Bp, sc.nvis[i], p->scale);
-                if (mi > m) m = mi;
+                if (mi > m || mi != mi) m = mi; /* NaN sticks */
+                if (m != m) break;
             }
             float w = 0.0f;
             if (nmask > 0) {
-                if (mv > m) m = mv;
+                if (mv > m || mv != mv) m = mv;
                 w = mv;
                 kn->expsum(&w, 1, 1.0f, m); /* w = exp(mv - m), the same exp as every other column */
                 if (w != 0.0f) dense = 1;  /* also NaN */
