@@ -1,10 +1,10 @@
-"""Command line: ``python -m pyaclnn {home,info,cflags,libs,demo}``.
+"""Command line: python -m pyaclnn {home,info,cflags,libs,demo}
 
 home    print the toolkit root (include/, lib64/, set_env.sh, samples/)
 info    print the backend, the loaded libraries and the runtime description
 cflags  print the compiler flags for the bundled headers
 libs    print the linker flags for the bundled libraries
-demo    build and run the C++ samples with g++, run the Python samples, and
+demo    build and run the C and C++ samples with gcc / g++, run the Python samples, and
         check the results against pyaclnn.reference
 """
 import argparse
@@ -24,6 +24,7 @@ SAMPLE = "scaled_masked_softmax_backward"
 NSA_SAMPLE = "nsa_selected_attention_grad"
 NSA_FWD_SAMPLE = "nsa_selected_attention"
 FWD_SAMPLE = "scaled_masked_softmax"
+VMM_SAMPLE = "vmm_pool_softmax_backward"
 
 
 def samples_dir():
@@ -117,8 +118,8 @@ def cmd_demo(args):
         os.mkdir(dump)
         _run([os.path.join(tmp, "a.out"), "--dump", dump], tmp)
         _check_dump(dump)
-        print("\n== 3. the same flow from Python (pyaclnn two-phase API)")
-        _run([sys.executable, os.path.join(src_dir, SAMPLE + ".py")], tmp)
+        print("\n== 3. the same flow from Python (pyaclnn two-phase API), on the inputs of step 2")
+        _run([sys.executable, os.path.join(src_dir, SAMPLE + ".py"), "--inputs", dump], tmp)
         print("\n== 4. aclnnScaledMaskedSoftmax (forward): build and run its C++ sample"
               " (it checks itself against a double-precision loop), then the Python one")
         shutil.copy(os.path.join(src_dir, FWD_SAMPLE + ".cpp"), os.path.join(tmp, "fwd.cpp"))
@@ -139,6 +140,11 @@ def cmd_demo(args):
         _run([os.path.join(tmp, "nsa_fwd")], tmp)
         print("\n== 8. the forward from Python (one call, two phases, and the round trip into the grad)")
         _run([sys.executable, os.path.join(src_dir, NSA_FWD_SAMPLE + ".py")], tmp)
+        print("\n== 9. plain C: a growing virtual-memory pool (aclrtReserveMemAddress / aclrtMallocPhysical /"
+              " aclrtMapMem) feeding the softmax backward, included through the CANN 8.1 path aclnnop/level2/")
+        shutil.copy(os.path.join(src_dir, VMM_SAMPLE + ".c"), os.path.join(tmp, "vmm.c"))
+        _run(compile_command("vmm.c", home) + ["-lm", "-o", "vmm"], tmp)
+        _run([os.path.join(tmp, "vmm")], tmp)
         print("\ndemo OK")
     finally:
         if args.keep:
@@ -148,7 +154,10 @@ def cmd_demo(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m pyaclnn", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m pyaclnn", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="pyaclnn %s: Huawei CANN's aclnn and AscendCL API on the CPU." % pyaclnn.__version__,
+        epilog=__doc__.split("\n", 2)[2].rstrip() + "\n\nThe benchmark: python -m pyaclnn.bench --help")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("home", help="print the toolkit root").set_defaults(fn=cmd_home)
     sub.add_parser("info", help="print backend, libraries, runtime info").set_defaults(fn=cmd_info)

@@ -151,7 +151,7 @@ def test_cli_demo():
     assert "-lascendcl -lnnopbase -lopapi -Wl,-rpath," in out
     assert "C++ result vs pyaclnn.reference (float64): max abs error" in out
     assert "aclnnScaledMaskedSoftmax: x [2,2,8,8] float32" in out
-    assert out.count("PASSED") == 4 and out.rstrip().endswith("demo OK")
+    assert out.count("PASSED") == 5 and out.rstrip().endswith("demo OK")
     assert "aclnnNsaSelectedAttention: T1=64" in out and "round trip forward -> grad" in out
 
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/pa_half.h"
+#include "meta/pa_handles.h"
 
 bool nsa_relaxed_mode(void) {
     const char *e = getenv("PYACLNN_NSA_RELAXED");
@@ -15,9 +16,8 @@ bool nsa_relaxed_mode(void) {
 bool nsa_is_half(aclDataType dt) { return dt == ACL_FLOAT16 || dt == ACL_BF16; }
 
 int nsa_check_tensor(const char *api, const aclTensor *t, const char *name, int32_t rank) {
-    if (!pa_tensor_is_valid(t)) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s is not a valid aclTensor", api, name);
-    }
+    int rc = pa_handle_check(api, name, t, PA_HANDLE_TENSOR);
+    if (rc != ACLNN_SUCCESS) return rc;
     if (!pa_format_is_plain(t->format)) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have a plain (ND) format, got %s", api, name,
                        pa_format_name(t->format));

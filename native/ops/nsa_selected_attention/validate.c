@@ -3,6 +3,7 @@
  * lifts the same shape limits as for the grad (README.md). */
 #include <string.h>
 
+#include "meta/pa_handles.h"
 #include "ops/nsa_common/nsa_common.h"
 #include "ops/nsa_selected_attention/nsa_sa.h"
 
@@ -15,7 +16,7 @@
 static bool all_outputs_empty(const nsa_sa_args *a) {
     const aclTensor *o[3] = {a->smax, a->ssum, a->out};
     for (int i = 0; i < 3; i++) {
-        if (!pa_tensor_is_valid(o[i]) || pa_tensor_numel(o[i]) != 0) return false;
+        if (!pa_handle_live(o[i], PA_HANDLE_TENSOR) || pa_tensor_numel(o[i]) != 0) return false;
     }
     return true;
 }
@@ -67,6 +68,10 @@ int nsa_sa_validate(const nsa_sa_args *a, nsa_sa_shape *sh) {
         if ((rc = nsa_check_tensor(API, ten[i].t, ten[i].name, 3)) != ACLNN_SUCCESS) return rc;
     }
     if (a->mask != NULL && (rc = nsa_check_tensor(API, a->mask, "attenMaskOptional", 2)) != ACLNN_SUCCESS) {
+        return rc;
+    }
+    if ((rc = pa_handle_check(API, "actualSeqQLenOptional", a->seq_q, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS ||
+        (rc = pa_handle_check(API, "actualSeqKvLenOptional", a->seq_kv, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS) {
         return rc;
     }
     for (size_t i = 4; i < 7; i++) {

@@ -3,6 +3,7 @@
  * GetWorkspaceSize) lifts the shape limits listed in README.md. */
 #include <string.h>
 
+#include "meta/pa_handles.h"
 #include "ops/nsa_common/nsa_common.h"
 #include "ops/nsa_selected_attention_grad/nsa_sag.h"
 
@@ -54,6 +55,14 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
         if ((rc = nsa_check_tensor(API, ten[i].t, ten[i].name, 3)) != ACLNN_SUCCESS) return rc;
     }
     if (a->mask != NULL && (rc = nsa_check_tensor(API, a->mask, "attenMaskOptional", 2)) != ACLNN_SUCCESS) return rc;
+    if (a->seq_q != NULL &&
+        (rc = pa_handle_check(API, "actualSeqQLenOptional", a->seq_q, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS) {
+        return rc;
+    }
+    if (a->seq_kv != NULL &&
+        (rc = pa_handle_check(API, "actualSeqKvLenOptional", a->seq_kv, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS) {
+        return rc;
+    }
     for (size_t i = 8; i < 11; i++) {
         if ((rc = nsa_check_no_overlap(API, ten[i].t, ten[i].name)) != ACLNN_SUCCESS) return rc;
     }
