@@ -234,6 +234,7 @@ def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head
     As in the vendor kernel, the causal rule applies only with sparse_mode 2 AND
     an atten_mask (whose values are never read). Returns (attention_out
     [T1, N1, Dv] of query's dtype, softmax_max, softmax_sum float32 [T1, N1, 8]).
+    On the cpu backend nothing is copied (see :func:`zero_copy`).
     """
     query = np.asarray(query)
     key = np.asarray(key)
@@ -243,20 +244,15 @@ def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head
         actual_seq_qlen = [T1]
     if actual_seq_kvlen is None:
         actual_seq_kvlen = [key.shape[0]]
-    with contextlib.ExitStack() as stack:
-        def dev(a):
-            return None if a is None else stack.enter_context(Tensor(a))
-
-        ins = [dev(a) for a in (query, key, value, topk_indices)]
-        mask = dev(atten_mask)
-        smax = stack.enter_context(Tensor.empty((T1, N1, 8), np.float32))
-        ssum = stack.enter_context(Tensor.empty((T1, N1, 8), np.float32))
-        out = stack.enter_context(Tensor.empty((T1, N1, value.shape[-1]), query.dtype))
+    with _Call() as call:
+        *ins, mask = call.inputs(query, key, value, topk_indices, atten_mask)
+        smax = call.output((T1, N1, 8), np.float32)
+        ssum = call.output((T1, N1, 8), np.float32)
+        out = call.output((T1, N1, value.shape[-1]), query.dtype)
         args = (*ins, mask, actual_seq_qlen, actual_seq_kvlen, scale_value, head_num, input_layout,
                 sparse_mode, selected_block_size, selected_block_count, smax, ssum, out)
-        o, m, l = _run(aclnnNsaSelectedAttentionGetWorkspaceSize, args,
-                       aclnnNsaSelectedAttention, (out, smax, ssum), stack)
-    return o, m, l
+        return call.run(aclnnNsaSelectedAttentionGetWorkspaceSize, args, aclnnNsaSelectedAttention,
+                        (out, smax, ssum))
 
 
 def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_grad, softmax_max,
