@@ -10,7 +10,7 @@ Layers, from raw to convenient:
 * :class:`Tensor` (numpy <-> aclTensor) and the two-phase operator functions
   under their C names, e.g. :func:`aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize`.
 * one-call helpers on numpy arrays: :func:`scaled_masked_softmax`,
-  :func:`scaled_masked_softmax_backward`,
+  :func:`scaled_masked_softmax_backward`, :func:`nsa_selected_attention`,
   :func:`nsa_selected_attention_grad` (module ``pyaclnn.ops``).
 * ``pyaclnn.reference``: float64 numpy references of the ops (imported on
   first use).
@@ -28,7 +28,8 @@ from .runtime import __all__ as _runtime_all
 from .tensor import SUPPORTED_DTYPES, Tensor, acl_dtype_of, as_dtype
 from ._twophase import *  # noqa: F401,F403
 from ._twophase import __all__ as _twophase_all
-from .ops import nsa_selected_attention_grad, scaled_masked_softmax, scaled_masked_softmax_backward
+from .ops import (nsa_selected_attention, nsa_selected_attention_grad, scaled_masked_softmax,
+                  scaled_masked_softmax_backward)
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,7 @@ __all__ = [
     "ffi", "lib", "backend", "library_paths", "has_extensions", "BackendError",
     "AclError", "check", "status_name",
     "Tensor", "SUPPORTED_DTYPES", "as_dtype", "acl_dtype_of",
-    "scaled_masked_softmax", "scaled_masked_softmax_backward", "nsa_selected_attention_grad",
+    "scaled_masked_softmax", "scaled_masked_softmax_backward", "nsa_selected_attention",
+    "nsa_selected_attention_grad",
     "home", "include_dir", "lib_dir", "cflags", "libs",
 ] + list(_runtime_all) + list(_twophase_all)

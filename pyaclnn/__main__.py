@@ -22,8 +22,9 @@ import pyaclnn
 
 SAMPLE = "scaled_masked_softmax_backward"
 NSA_SAMPLE = "nsa_selected_attention_grad"
-VMM_SAMPLE = "vmm_pool_softmax_backward"
+NSA_FWD_SAMPLE = "nsa_selected_attention"
 FWD_SAMPLE = "scaled_masked_softmax"
+VMM_SAMPLE = "vmm_pool_softmax_backward"
 
 
 def samples_dir():
@@ -132,7 +133,14 @@ def cmd_demo(args):
         _run([os.path.join(tmp, "nsa")], tmp)
         print("\n== 6. the same op from Python (one call and two phases, vs pyaclnn.reference)")
         _run([sys.executable, os.path.join(src_dir, NSA_SAMPLE + ".py")], tmp)
-        print("\n== 7. plain C: a growing virtual-memory pool (aclrtReserveMemAddress / aclrtMallocPhysical /"
+        print("\n== 7. aclnnNsaSelectedAttention (the forward): build and run its C++ sample"
+              " (it checks itself against a double-precision loop)")
+        shutil.copy(os.path.join(src_dir, NSA_FWD_SAMPLE + ".cpp"), os.path.join(tmp, "nsa_fwd.cpp"))
+        _run(compile_command("nsa_fwd.cpp", home, args.cxx) + ["-o", "nsa_fwd"], tmp)
+        _run([os.path.join(tmp, "nsa_fwd")], tmp)
+        print("\n== 8. the forward from Python (one call, two phases, and the round trip into the grad)")
+        _run([sys.executable, os.path.join(src_dir, NSA_FWD_SAMPLE + ".py")], tmp)
+        print("\n== 9. plain C: a growing virtual-memory pool (aclrtReserveMemAddress / aclrtMallocPhysical /"
               " aclrtMapMem) feeding the softmax backward, included through the CANN 8.1 path aclnnop/level2/")
         shutil.copy(os.path.join(src_dir, VMM_SAMPLE + ".c"), os.path.join(tmp, "vmm.c"))
         _run(compile_command("vmm.c", home) + ["-lm", "-o", "vmm"], tmp)

@@ -20,6 +20,7 @@ __all__ = [
     "Executor",
     "aclnnScaledMaskedSoftmaxGetWorkspaceSize", "aclnnScaledMaskedSoftmax",
     "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", "aclnnScaledMaskedSoftmaxBackward",
+    "aclnnNsaSelectedAttentionGetWorkspaceSize", "aclnnNsaSelectedAttention",
     "aclnnNsaSelectedAttentionGradGetWorkspaceSize", "aclnnNsaSelectedAttentionGrad",
 ]
 
@@ -199,6 +200,56 @@ def aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad, y, mask, scale, fix_t
 def aclnnScaledMaskedSoftmaxBackward(workspace, workspace_size, executor, stream=None):
     """Phase 2 of aclnnScaledMaskedSoftmaxBackward: queue the work on `stream`."""
     _phase2("aclnnScaledMaskedSoftmaxBackward", lib.aclnnScaledMaskedSoftmaxBackward,
+            workspace, workspace_size, executor, stream)
+
+
+# ---------------------------------------------------------------- NsaSelectedAttention
+
+def _layout_arg(input_layout):
+    if input_layout is None:
+        return ffi.NULL
+    return ffi.new("char[]", input_layout.encode() if isinstance(input_layout, str)
+                   else bytes(input_layout))
+
+
+def aclnnNsaSelectedAttentionGetWorkspaceSize(
+        query, key, value, topk_indices, atten_mask, actual_seq_qlen, actual_seq_kvlen,
+        scale_value, head_num, input_layout, sparse_mode, selected_block_size,
+        selected_block_count, softmax_max, softmax_sum, attention_out):
+    """Phase 1 of aclnnNsaSelectedAttention -> (workspace_size, Executor).
+
+    Parameters in the C order (note: headNum, inputLayout, sparseMode, then the
+    block size and count). actual_seq_qlen / actual_seq_kvlen: sequences of
+    ints (cumulative lengths; both required by the operator) or None for NULL;
+    they become aclIntArrays that live only for this call.
+    """
+    layout = _layout_arg(input_layout)
+    qlen = _int_array(actual_seq_qlen, "actual_seq_qlen")
+    try:
+        kvlen = _int_array(actual_seq_kvlen, "actual_seq_kvlen")
+        try:
+            args = (_tensor_arg(query, "query"), _tensor_arg(key, "key"),
+                    _tensor_arg(value, "value"), _tensor_arg(topk_indices, "topkIndices"),
+                    _tensor_arg(atten_mask, "attenMaskOptional"), qlen, kvlen,
+                    float(scale_value), int(head_num), layout, int(sparse_mode),
+                    int(selected_block_size), int(selected_block_count),
+                    _tensor_arg(softmax_max, "softmaxMaxOut"),
+                    _tensor_arg(softmax_sum, "softmaxSumOut"),
+                    _tensor_arg(attention_out, "attentionOut"))
+            return _phase1("aclnnNsaSelectedAttentionGetWorkspaceSize",
+                           "aclnnNsaSelectedAttention",
+                           lib.aclnnNsaSelectedAttentionGetWorkspaceSize, args,
+                           (query, key, value, topk_indices, atten_mask, softmax_max,
+                            softmax_sum, attention_out))
+        finally:
+            lib.aclDestroyIntArray(kvlen)
+    finally:
+        lib.aclDestroyIntArray(qlen)
+
+
+def aclnnNsaSelectedAttention(workspace, workspace_size, executor, stream=None):
+    """Phase 2 of aclnnNsaSelectedAttention: queue the work on `stream`."""
+    _phase2("aclnnNsaSelectedAttention", lib.aclnnNsaSelectedAttention,
             workspace, workspace_size, executor, stream)
 
 

@@ -325,6 +325,76 @@ def bench_nsa(cfg, dt_name, runs, rng, with_torch, torch_runs, e2e=False):
     return res
 
 
+def nsa_fwd_flops(t1, n1, c, b, d, dv):
+    return 2.0 * t1 * n1 * c * b * (d + dv)
+
+
+def bench_nsa_fwd(cfg, dt_name, runs, rng, with_torch, torch_runs):
+    """aclnnNsaSelectedAttention; sparseMode 2 runs with an attenMask (causal)."""
+    dt = DTYPES[dt_name]
+    x = _nsa_inputs(cfg["t"], cfg["batches"], cfg["n1"], cfg["n2"], cfg["d"], cfg["dv"],
+                    cfg["bsz"], cfg["cnt"], dt, rng)
+    stream = pyaclnn.Stream()
+    ins = [pyaclnn.Tensor(a) for a in (x["q"], x["k"], x["v"], x["topk"])]
+    mask = pyaclnn.Tensor(np.ones((2048, 2048), np.bool_)) if cfg["sparse"] == 2 else None
+    outs = [pyaclnn.Tensor.empty((x["t1"], x["n1"], 8), np.float32),
+            pyaclnn.Tensor.empty((x["t1"], x["n1"], 8), np.float32),
+            pyaclnn.Tensor.empty((x["t1"], x["n1"], x["dv"]), dt)]
+    ws, ex = pyaclnn.aclnnNsaSelectedAttentionGetWorkspaceSize(
+        *ins, mask, x["seq_q"], x["seq_kv"], x["scale"], x["n1"], "TND", cfg["sparse"],
+        x["bsz"], x["cnt"], *outs)
+    ex.set_repeatable()
+    workspace = pyaclnn.DeviceBuffer(ws) if ws else None
+
+    def ours():
+        pyaclnn.aclnnNsaSelectedAttention(workspace, ws, ex, stream)
+        stream.synchronize()
+
+    t_ours = _median_time(ours, runs)
+    ex.destroy()
+    for t in ins + outs + ([mask] if mask is not None else []):
+        t.close()
+    if workspace is not None:
+        workspace.close()
+    stream.close()
+    flops = nsa_fwd_flops(x["t1"], x["n1"], x["cnt"], x["bsz"], x["d"], x["dv"])
+    res = {"ours_s": t_ours, "flops": flops, "gflops": flops / t_ours / 1e9,
+           "workspace_bytes": int(ws), "visible_fraction": _visible_fraction(x, cfg["sparse"])}
+    if with_torch and torch is not None:
+        res["torch_s"] = _torch_nsa_time(x, dt_name, cfg["sparse"], torch_runs, backward=False)
+    return res
+
+
+def bench_nsa_train(cfg, dt_name, runs, rng, with_torch, torch_runs):
+    """One training step's attention: forward + backward through pyaclnn.torch
+    (npu_nsa_select_attention with an atten_mask: causal both ways)."""
+    import pyaclnn.torch as pt
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
+    dt = DTYPES[dt_name]
+    x = _nsa_inputs(cfg["t"], cfg["batches"], cfg["n1"], cfg["n2"], cfg["d"], cfg["dv"],
+                    cfg["bsz"], cfg["cnt"], dt, rng)
+    q, k, v = (torch.from_numpy(x[n].astype(np.float32)).to(tdt).requires_grad_() for n in "qkv")
+    do = torch.from_numpy(x["do"].astype(np.float32)).to(tdt)
+    topk = torch.from_numpy(x["topk"])
+    mask = torch.ones((2048, 2048), dtype=torch.bool) if cfg["sparse"] == 2 else None
+
+    def ours():
+        out, _, _ = pt.npu_nsa_select_attention(q, k, v, topk, x["scale"], x["n1"], x["bsz"], x["cnt"],
+                                                atten_mask=mask, actual_seq_qlen=x["seq_q"],
+                                                actual_seq_kvlen=x["seq_kv"])
+        torch.autograd.grad(out, (q, k, v), do)
+
+    t_ours = _median_time(ours, runs)
+    flops = (nsa_fwd_flops(x["t1"], x["n1"], x["cnt"], x["bsz"], x["d"], x["dv"])
+             + nsa_flops(x["t1"], x["n1"], x["cnt"], x["bsz"], x["d"], x["dv"]))
+    res = {"ours_s": t_ours, "flops": flops, "gflops": flops / t_ours / 1e9,
+           "visible_fraction": _visible_fraction(x, cfg["sparse"])}
+    if with_torch:
+        res["torch_s"] = _torch_nsa_time(x, dt_name, cfg["sparse"], torch_runs, backward=True,
+                                         with_forward=True)
+    return res
+
+
 def _visible_fraction(x, sparse):
     """Share of the selected (query, key) pairs that sparseMode leaves visible."""
     if sparse != 2:
@@ -338,6 +408,12 @@ def _visible_fraction(x, sparse):
 
 def _torch_nsa_backward_time(x, dt_name, sparse, runs):
     """PyTorch CPU autograd of the gather formulation: time of the backward pass."""
+    return _torch_nsa_time(x, dt_name, sparse, runs, backward=True)
+
+
+def _torch_nsa_time(x, dt_name, sparse, runs, backward, with_forward=False):
+    """PyTorch CPU, gather formulation: time of the backward pass (autograd), of the
+    forward pass alone (no_grad), or of both (with_forward: a training step)."""
     tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
     t1, n1, n2, d, dv, bsz, cnt = (x[k] for k in ("t1", "n1", "n2", "d", "dv", "bsz", "cnt"))
     g = n1 // n2
@@ -356,7 +432,7 @@ def _torch_nsa_backward_time(x, dt_name, sparse, runs):
     pos = (x["topk"].astype(np.int64)[..., None] * bsz + r).reshape(t1, n2, L)  # local key pos
     idx = torch.from_numpy(pos + kvstart[:, None, None])
     heads = torch.arange(n2)[None, :, None]
-    with torch.enable_grad():
+    def forward():
         kj = k[idx, heads]  # [T1, N2, L, D]
         vj = v[idx, heads]
         qg = q.view(t1, n2, g, d)
@@ -365,7 +441,18 @@ def _torch_nsa_backward_time(x, dt_name, sparse, runs):
             local_s = torch.from_numpy(tok - qstart)[:, None, None, None]
             s = s.masked_fill(torch.from_numpy(pos)[:, :, None, :] > local_s, float("-inf"))
         p = torch.softmax(s.float(), -1).to(tdt)
-        out = torch.matmul(p, vj).view(t1, n1, dv)
+        return torch.matmul(p, vj).view(t1, n1, dv)
+
+    if not backward:
+        with torch.no_grad():
+            return _median_time(forward, runs, warmup=1 if runs > 1 else 0)
+    if with_forward:
+        def step():
+            with torch.enable_grad():
+                torch.autograd.grad(forward(), (q, k, v), do)
+        return _median_time(step, runs, warmup=1 if runs > 1 else 0)
+    with torch.enable_grad():
+        out = forward()
 
     def backward():
         torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
@@ -488,6 +575,26 @@ def main(argv=None) -> int:
             if "e2e_s" in r:
                 rows.append(_e2e_row(r))
         if run_nsa:
+            # NSA forward (causal: sparseMode 2 with an attenMask)
+            r = bench_nsa_fwd(big, "bf16", runs, rng, with_torch and not args.quick, torch_runs)
+            results["cases"][f"nsa fwd T={big['t']} N1=16 N2=1 D=192 Dv=128 bf16"] = r
+            frac = r["gflops"] / sgemm
+            rows.append(_row(f"NSA fwd bf16 T={big['t']} G=16 D=192/128 (vis {r['visible_fraction']:.0%})",
+                             r["ours_s"] * 1e3, None, None, f"{r['gflops']:.1f} GFLOP/s", frac,
+                             ">= 80% sgemm", frac >= 0.80))
+            if "torch_s" in r:
+                ratio = r["torch_s"] / r["ours_s"]
+                rows.append(_row("  vs torch fwd (gather)", r["ours_s"] * 1e3, r["torch_s"] * 1e3,
+                                 ratio, "", None, ">= 10x", ratio >= 10))
+            if torch is not None:
+                r = bench_nsa_train(big, "bf16", runs, rng, with_torch and not args.quick, torch_runs)
+                results["cases"][f"nsa train step T={big['t']} N1=16 N2=1 D=192 Dv=128 bf16"] = r
+                rows.append(_row(f"NSA fwd+bwd via pyaclnn.torch bf16 T={big['t']}", r["ours_s"] * 1e3, None,
+                                 None, f"{r['gflops']:.1f} GFLOP/s", r["gflops"] / sgemm, "(info)", True))
+                if "torch_s" in r:
+                    ratio = r["torch_s"] / r["ours_s"]
+                    rows.append(_row("  vs torch autograd fwd+bwd (gather)", r["ours_s"] * 1e3,
+                                     r["torch_s"] * 1e3, ratio, "", None, ">= 10x", ratio >= 10))
             r = bench_nsa(gqa, "bf16", runs, rng, False, 0)
             results["cases"]["nsa 4x1024 N1=32 N2=4 D=Dv=128 bf16"] = r
             frac = r["gflops"] / sgemm

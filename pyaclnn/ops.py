@@ -27,15 +27,16 @@ from . import runtime
 from ._ffi import lib
 from ._hostmem import BorrowError, acquire as _acquire_host, buffer_span, cached_bytes, empty_cache
 from ._hostmem import empty as _empty_output
-from ._twophase import (aclnnNsaSelectedAttentionGrad, aclnnNsaSelectedAttentionGradGetWorkspaceSize,
+from ._twophase import (aclnnNsaSelectedAttention, aclnnNsaSelectedAttentionGetWorkspaceSize,
+                        aclnnNsaSelectedAttentionGrad, aclnnNsaSelectedAttentionGradGetWorkspaceSize,
                         aclnnScaledMaskedSoftmax, aclnnScaledMaskedSoftmaxGetWorkspaceSize,
                         aclnnScaledMaskedSoftmaxBackward,
                         aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize)
 from .runtime import DeviceBuffer, Stream
 from .tensor import Tensor, as_dtype, unborrowable_reason
 
-__all__ = ["scaled_masked_softmax", "scaled_masked_softmax_backward", "nsa_selected_attention_grad", "zero_copy",
-           "empty_cache", "cached_bytes"]
+__all__ = ["scaled_masked_softmax", "scaled_masked_softmax_backward", "nsa_selected_attention",
+           "nsa_selected_attention_grad", "zero_copy", "empty_cache", "cached_bytes"]
 
 _tls = threading.local()
 
@@ -230,6 +231,39 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mas
                              (g, yt, m, scale, fix_triu_mask, out),
                              aclnnScaledMaskedSoftmaxBackward, (out,))
     return result
+
+
+def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head_num,
+                           selected_block_size, selected_block_count, actual_seq_qlen=None,
+                           actual_seq_kvlen=None, atten_mask=None, input_layout="TND", sparse_mode=0):
+    """Forward of NSA selected-block attention via aclnnNsaSelectedAttention.
+
+    Layout TND: query [T1, N1, D], key [T2, N2, D], value [T2, N2, Dv] (fp16 or
+    bf16, one dtype), topk_indices int32 [T1, N2, selected_block_count].
+    actual_seq_qlen / actual_seq_kvlen are cumulative per-batch lengths; None
+    means one batch ([T1] / [T2]; the C operator itself requires both arrays).
+    As in the vendor kernel, the causal rule applies only with sparse_mode 2 AND
+    an atten_mask (whose values are never read). Returns (attention_out
+    [T1, N1, Dv] of query's dtype, softmax_max, softmax_sum float32 [T1, N1, 8]).
+    On the cpu backend nothing is copied (see :func:`zero_copy`).
+    """
+    query = np.asarray(query)
+    key = np.asarray(key)
+    value = np.asarray(value)
+    T1, N1 = query.shape[:2]
+    if actual_seq_qlen is None:
+        actual_seq_qlen = [T1]
+    if actual_seq_kvlen is None:
+        actual_seq_kvlen = [key.shape[0]]
+    with _Call() as call:
+        *ins, mask = call.inputs(query, key, value, topk_indices, atten_mask)
+        smax = call.output((T1, N1, 8), np.float32)
+        ssum = call.output((T1, N1, 8), np.float32)
+        out = call.output((T1, N1, value.shape[-1]), query.dtype)
+        args = (*ins, mask, actual_seq_qlen, actual_seq_kvlen, scale_value, head_num, input_layout,
+                sparse_mode, selected_block_size, selected_block_count, smax, ssum, out)
+        return call.run(aclnnNsaSelectedAttentionGetWorkspaceSize, args, aclnnNsaSelectedAttention,
+                        (out, smax, ssum))
 
 
 def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_grad, softmax_max,

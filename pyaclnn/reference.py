@@ -14,6 +14,7 @@ __all__ = [
     "scaled_masked_softmax",
     "scaled_masked_softmax_backward",
     "nsa_selected_attention_forward",
+    "nsa_selected_attention",
     "nsa_selected_attention_grad",
     "round_to",
     "ulp",
@@ -228,6 +229,77 @@ def nsa_selected_attention_forward(query, key, value, topk_indices, *, scale_val
             for r0, n2, t, i in groups:
                 pg = P[t, n2, :, i, :].reshape(-1, B)
                 _add_rows(oc, t, n2, (pg @ v[r0:r0 + B, n2]).reshape(t.size, G, Dv))
+        mx[t0:t1] = m
+        sm[t0:t1] = l
+    rep = lambda a: np.ascontiguousarray(np.broadcast_to(a.reshape(T1, N1, 1), (T1, N1, 8)))
+    return out.reshape(T1, N1, Dv), rep(mx), rep(sm)
+
+
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head_num,
+                           selected_block_size, selected_block_count, actual_seq_qlen=None,
+                           actual_seq_kvlen=None, atten_mask=None, input_layout="TND", sparse_mode=0):
+    """aclnnNsaSelectedAttention exactly as the vendor kernel defines it, in float64.
+
+    Same arguments as pyaclnn.ops.nsa_selected_attention. Differences from
+    nsa_selected_attention_forward (the "intended" math):
+    - the causal rule (key j visible iff j <= s) applies only with sparse_mode 2
+      AND an atten_mask (its values are never read);
+    - the scale is rounded to float32, a masked score is fp32(-FLT_MAX * scale)
+      and takes part in the softmax over all L gathered columns. So a row with no
+      visible key gets uniform P = 1/L over its gathered keys (0 < scale <= 1),
+      max = -FLT_MAX*scale and sum = L; NaN for scale > 1 (-inf - -inf).
+    Returns (attention_out [T1,N1,Dv], softmax_max, softmax_sum [T1,N1,8]) in float64.
+    """
+    if input_layout != "TND":
+        raise ValueError(f"input_layout must be 'TND', got {input_layout!r}")
+    q, k, v = _f64(query), _f64(key), _f64(value)
+    T1, N1, D, T2, N2, Dv = _nsa_shapes(q, k, v)
+    if int(head_num) != N1:
+        raise ValueError(f"head_num {head_num} != query heads {N1}")
+    G = N1 // N2
+    B, C = int(selected_block_size), int(selected_block_count)
+    L = B * C
+    sc32 = np.float32(scale_value)
+    scale = float(sc32)
+    with np.errstate(over="ignore"):
+        masked = float(np.float32(-np.finfo(np.float32).max) * sc32)
+    causal = sparse_mode == 2 and atten_mask is not None
+    J, vis = _nsa_index(T1, T2, N2, topk_indices, B, C, actual_seq_qlen, actual_seq_kvlen,
+                        2 if causal else 0)
+    if sparse_mode not in (0, 2):
+        raise ValueError(f"sparse_mode must be 0 or 2, got {sparse_mode}")
+    q4 = q.reshape(T1, N2, G, D)
+    out = np.zeros((T1, N2, G, Dv))
+    mx = np.zeros((T1, N2, G))
+    sm = np.zeros((T1, N2, G))
+    step = max(1, (1 << 22) // (N1 * L))
+    max_rows = max(1, 8192 // G)
+    for t0 in range(0, T1, step):
+        t1 = min(T1, t0 + step)
+        n = t1 - t0
+        groups = list(_block_groups(J[t0:t1, :, ::B], N2, max_rows))
+        S = np.zeros((n, N2, G, C, B))
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            for r0, n2, t, i in groups:
+                qg = q4[t0 + t, n2].reshape(-1, D)
+                S[t, n2, :, i, :] = (qg @ k[r0:r0 + B, n2].T).reshape(t.size, G, B)
+            S = scale * S.reshape(n, N2, G, L)
+            vc = np.broadcast_to(vis[t0:t1, :, None, :], S.shape)
+            Sm = np.where(vc, S, masked)
+            m = Sm.max(axis=-1)
+            e = np.exp(Sm - m[..., None])
+            l = e.sum(axis=-1)
+            P = (e / l[..., None]).reshape(n, N2, G, C, B)
+            oc = out[t0:t1]
+            for r0, n2, t, i in groups:
+                pg = P[t, n2, :, i, :].reshape(-1, B)
+                vb = v[r0:r0 + B, n2]
+                if not np.any(pg):
+                    continue                              # masked blocks: exact zeros
+                _add_rows(oc, t, n2, (pg @ vb).reshape(t.size, G, Dv))
         mx[t0:t1] = m
         sm[t0:t1] = l
     rep = lambda a: np.ascontiguousarray(np.broadcast_to(a.reshape(T1, N1, 1), (T1, N1, 8)))

@@ -152,6 +152,7 @@ def test_cli_demo():
     assert "C++ result vs pyaclnn.reference (float64): max abs error" in out
     assert "aclnnScaledMaskedSoftmax: x [2,2,8,8] float32" in out
     assert out.count("PASSED") == 5 and out.rstrip().endswith("demo OK")
+    assert "aclnnNsaSelectedAttention: T1=64" in out and "round trip forward -> grad" in out
 
 
 def test_samples_build_with_cmake(home, tmp_path):

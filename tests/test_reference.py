@@ -240,6 +240,60 @@ def test_nsa_forward_fully_masked_row():
     assert np.all(out0[0] != 0)
 
 
+def _exact_forward_loop(q, k, v, topk, scale_value, selected_block_size, selected_block_count,
+                       actual_seq_qlen, actual_seq_kvlen, causal):
+    """Naive loop with the vendor's rules: masked score fp32(-FLT_MAX*scale), all L columns."""
+    T1, N1, _ = q.shape
+    N2, Dv = k.shape[1], v.shape[2]
+    G, B = N1 // N2, selected_block_size
+    sc32 = np.float32(scale_value)
+    with np.errstate(over="ignore"):
+        masked = float(np.float32(-np.finfo(np.float32).max) * sc32)
+    out = np.zeros((T1, N1, Dv))
+    mx = np.zeros((T1, N1))
+    sm = np.zeros((T1, N1))
+    q0 = kv0 = 0
+    for qe, kve in zip(actual_seq_qlen, actual_seq_kvlen):
+        for t in range(q0, qe):
+            for n1 in range(N1):
+                n2 = n1 // G
+                rows = [kv0 + b * B + r for b in topk[t, n2] for r in range(B)]
+                sc = np.array([masked if causal and r - kv0 > t - q0 else float(sc32) * float(q[t, n1] @ k[r, n2])
+                               for r in rows])
+                m = sc.max()
+                e = np.exp(sc - m)
+                out[t, n1] = sum(ei * v[r, n2] for ei, r in zip(e, rows)) / e.sum()
+                mx[t, n1], sm[t, n1] = m, e.sum()
+        q0, kv0 = qe, kve
+    return out, mx, sm
+
+
+@pytest.mark.parametrize("mask,sparse_mode", [(True, 2), (False, 2), (True, 0), (False, 0)])
+def test_nsa_exact_forward_vs_loop(mask, sparse_mode):
+    """pyaclnn.reference.nsa_selected_attention: causal only with sparse_mode 2 AND a mask,
+    rows without a visible key uniform over the gathered keys."""
+    rng = np.random.default_rng(20 + 2 * mask + sparse_mode)
+    q, k, v, topk, kw = _nsa_case(rng, [5, 9], [16, 24], 4, 2, 6, 5, 4, 3, dup=True)
+    topk[0, 0] = [3, 2, 3]                      # s = 0: no visible key under the causal rule
+    am = np.zeros((3, 3), bool) if mask else None
+    out, mx, sm = R.nsa_selected_attention(q, k, v, topk, head_num=4, atten_mask=am,
+                                           sparse_mode=sparse_mode, **kw)
+    lo, lm, ls = _exact_forward_loop(q, k, v, topk, causal=mask and sparse_mode == 2, **kw)
+    np.testing.assert_allclose(out, lo, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mx[..., 0], lm, rtol=1e-12)
+    np.testing.assert_allclose(sm[..., 0], ls, rtol=1e-12)
+    if mask and sparse_mode == 2:
+        assert np.all(sm[0, :2] == 12)          # uniform over L = 12 keys
+        np.testing.assert_allclose(out[0, 0], v[[12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15], 0].mean(0))
+    # where every row sees a key, it equals the intended-math reference (which keeps the
+    # scale in float64: differences of the fp32 rounding of the scale only)
+    ref = R.nsa_selected_attention_forward(q, k, v, topk, sparse_mode=2 if mask and sparse_mode == 2 else 0,
+                                           **kw)
+    seen = ref[2][..., 0] > 0                   # rows with a visible key
+    assert seen.sum() > seen.size // 2
+    np.testing.assert_allclose(out[seen], ref[0][seen], rtol=1e-5, atol=1e-6)
+
+
 def test_nsa_forward_large_chunked_vs_gather():
     """Several token chunks and big groups, against a plain numpy gather version."""
     rng = np.random.default_rng(12)

@@ -30,6 +30,7 @@ HEADERS = (
     "aclnn/opdev/op_errno.h",
     "aclnnop/aclnn_scaled_masked_softmax.h",
     "aclnnop/aclnn_scaled_masked_softmax_backward.h",
+    "aclnnop/aclnn_nsa_selected_attention.h",
     "aclnnop/aclnn_nsa_selected_attention_grad.h",
     "pyaclnn/pyaclnn_ext.h",
 )

@@ -55,12 +55,12 @@ check "C++11 all headers" "$CXX" "${CXXFLAGS_T[@]}" -I"$INC" "$TMP/all.cpp"
 
 # Vendor samples, unchanged, compile only.
 shopt -s nullglob
-samples=("$SAMPLES_DIR"/*.cpp)
+samples=("$SAMPLES_DIR"/*.cpp "$SAMPLES_DIR"/*/*.cpp)
 if [ "${#samples[@]}" -eq 0 ]; then
     echo "FAIL: no samples found in $SAMPLES_DIR"; fail=1
 fi
 for s in "${samples[@]}"; do
-    check "sample $(basename "$s")" "$CXX" -I"$INC" -c "$s" -o "$TMP/$(basename "$s").o"
+    check "sample ${s#"$SAMPLES_DIR"/}" "$CXX" -I"$INC" -c "$s" -o "$TMP/$(basename "$s").o"
 done
 
 if [ "$fail" -ne 0 ]; then

@@ -21,6 +21,12 @@
  *                  dS = P * (dP[c] - dsum)
  *   for c >= nvis: P = 0, dS = 0
  *
+ * Forward row ops (aclnnNsaSelectedAttention), on one row of raw scores S:
+ *   rowmax: max over c < n of fl(scale*S[c])  (-inf for n == 0, NaN if any is NaN)
+ *   expsum: S[c] = exp(fl(scale*S[c]) - m) for c < n, in place; returns their
+ *           fp32 sum (order fixed per tier). The exp is the one pgrad uses, on the
+ *           same fl(scale*S) - m, so forward and backward see the same P.
+ *
  * Optional bf16 GEMM (AVX512_BF16 only; NULL elsewhere), for products whose
  * operands are exact bf16 input values (S = Q K^T and dP = dO V^T):
  *   C[m][n] = sum_j A[m][j] * B[j][n]     m < M, n < N, j < K (K even)
@@ -59,6 +65,9 @@ typedef void (*nsa_gemm_fn)(const nsa_gemm_args *args);
 typedef void (*nsa_pgrad_fn)(float *s_to_p, float *dp_to_ds, int64_t n, int64_t nvis, float scale,
                              float m, float l, float dsum);
 
+typedef float (*nsa_rowmax_fn)(const float *s, int64_t n, float scale);
+typedef float (*nsa_expsum_fn)(float *s, int64_t n, float scale, float m);
+
 /* C = A B on bf16 pairs (AVX512_BF16). */
 typedef void (*nsa_gemm_bf16_fn)(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda,
                                  const uint16_t *b, float *c, int64_t ldc);
@@ -68,6 +77,8 @@ typedef struct nsa_grad_kernels {
     pa_isa isa;
     nsa_gemm_fn gemm;
     nsa_pgrad_fn pgrad;
+    nsa_rowmax_fn rowmax;
+    nsa_expsum_fn expsum;
     nsa_gemm_bf16_fn gemm_bf16; /* NULL unless AVX512_BF16 */
 } nsa_grad_kernels;
 
@@ -84,11 +95,17 @@ int nsa_gemm_front(const nsa_gemm_args *g);
 void nsa_gemm_scalar(const nsa_gemm_args *args);
 void nsa_pgrad_scalar(float *s_to_p, float *dp_to_ds, int64_t n, int64_t nvis, float scale, float m,
                       float l, float dsum);
+float nsa_rowmax_scalar(const float *s, int64_t n, float scale);
+float nsa_expsum_scalar(float *s, int64_t n, float scale, float m);
 #if defined(PA_HAVE_X86_KERNELS)
 void nsa_gemm_avx2(const nsa_gemm_args *args);
 void nsa_pgrad_avx2(float *s_to_p, float *dp_to_ds, int64_t n, int64_t nvis, float scale, float m,
                     float l, float dsum);
+float nsa_rowmax_avx2(const float *s, int64_t n, float scale);
+float nsa_expsum_avx2(float *s, int64_t n, float scale, float m);
 void nsa_gemm_avx512(const nsa_gemm_args *args);
+float nsa_rowmax_avx512(const float *s, int64_t n, float scale);
+float nsa_expsum_avx512(float *s, int64_t n, float scale, float m);
 void nsa_pgrad_avx512(float *s_to_p, float *dp_to_ds, int64_t n, int64_t nvis, float scale, float m,
                       float l, float dsum);
 void nsa_gemm_bf16_avx512(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,

@@ -149,3 +149,47 @@ void nsa_pgrad_avx2(float *sp, float *dpds, int64_t n, int64_t nvis, float scale
         _mm256_maskstore_ps(dpds + c, io, ds);
     }
 }
+
+/* ---- forward row ops ---- */
+
+static inline float hsum256(__m256 v) {
+    const __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_movehdup_ps(b)));
+}
+
+float nsa_rowmax_avx2(const float *s, int64_t n, float scale) {
+    const __m256 vs = _mm256_set1_ps(scale);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+    __m256 acc = ninf, nan = _mm256_setzero_ps();
+    for (int64_t c = 0; c < n; c += 8) {
+        const int64_t rem = n - c;
+        const __m256i io = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(rem > 8 ? 8 : rem)), lane);
+        const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(vs, _mm256_maskload_ps(s + c, io)),
+                                          _mm256_castsi256_ps(io));
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        acc = _mm256_max_ps(x, acc); /* acc where x is NaN */
+    }
+    if (_mm256_movemask_ps(nan) != 0) return __builtin_nanf("");
+    float v[8];
+    _mm256_storeu_ps(v, acc);
+    float m = v[0];
+    for (int i = 1; i < 8; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+float nsa_expsum_avx2(float *s, int64_t n, float scale, float m) {
+    const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t c = 0; c < n; c += 8) {
+        const int64_t rem = n - c;
+        const __m256i io = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(rem > 8 ? 8 : rem)), lane);
+        const __m256 x = _mm256_sub_ps(_mm256_mul_ps(vs, _mm256_maskload_ps(s + c, io)), vm);
+        const __m256 e = _mm256_and_ps(exp256(x), _mm256_castsi256_ps(io));
+        _mm256_maskstore_ps(s + c, io, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    return hsum256(acc);
+}

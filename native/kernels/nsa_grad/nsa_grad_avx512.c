@@ -269,3 +269,33 @@ void nsa_pgrad_avx512(float *sp, float *dpds, int64_t n, int64_t nvis, float sca
         _mm512_mask_storeu_ps(dpds + c, io, ds);
     }
 }
+
+/* ---- forward row ops ---- */
+
+float nsa_rowmax_avx512(const float *s, int64_t n, float scale) {
+    const __m512 vs = _mm512_set1_ps(scale);
+    __m512 acc = _mm512_set1_ps(-__builtin_inff());
+    __mmask16 nan = 0;
+    for (int64_t c = 0; c < n; c += 16) {
+        const int64_t rem = n - c;
+        const __mmask16 io = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1u);
+        const __m512 x = _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(io, s + c));
+        nan |= _mm512_mask_cmp_ps_mask(io, x, x, _CMP_UNORD_Q);
+        acc = _mm512_mask_max_ps(acc, io, x, acc); /* acc where x is NaN */
+    }
+    return nan ? __builtin_nanf("") : _mm512_reduce_max_ps(acc);
+}
+
+float nsa_expsum_avx512(float *s, int64_t n, float scale, float m) {
+    const __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t c = 0; c < n; c += 16) {
+        const int64_t rem = n - c;
+        const __mmask16 io = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1u);
+        const __m512 x = _mm512_sub_ps(_mm512_mul_ps(vs, _mm512_maskz_loadu_ps(io, s + c)), vm);
+        const __m512 e = exp512(x);
+        _mm512_mask_storeu_ps(s + c, io, e);
+        acc = _mm512_mask_add_ps(acc, io, acc, e);
+    }
+    return _mm512_reduce_add_ps(acc);
+}

@@ -2,6 +2,7 @@
 #include "kernels/nsa_grad/nsa_grad.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 void nsa_gemm_scalar(const nsa_gemm_args *g) {
@@ -55,4 +56,25 @@ void nsa_pgrad_scalar(float *sp, float *dpds, int64_t n, int64_t nvis, float sca
         sp[c] = 0.0f;
         dpds[c] = 0.0f;
     }
+}
+
+float nsa_rowmax_scalar(const float *s, int64_t n, float scale) {
+    float m = -INFINITY;
+    bool nan = false;
+    for (int64_t c = 0; c < n; c++) {
+        const float x = scale * s[c];
+        if (x > m) m = x;
+        nan |= x != x;
+    }
+    return nan ? NAN : m;
+}
+
+float nsa_expsum_scalar(float *s, int64_t n, float scale, float m) {
+    float sum = 0.0f;
+    for (int64_t c = 0; c < n; c++) {
+        const float e = expf(scale * s[c] - m);
+        s[c] = e;
+        sum += e;
+    }
+    return sum;
 }

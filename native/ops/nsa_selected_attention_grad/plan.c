@@ -5,32 +5,13 @@
 #include <string.h>
 
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
+#include "ops/nsa_common/nsa_common.h"
 #include "ops/nsa_selected_attention_grad/nsa_sag.h"
 
-static int64_t round16(int64_t x) { return (x + 15) / 16 * 16; }
-
-/* Adds a section of n elements of `esize` bytes at *off (64-byte aligned).
- * Returns false on overflow. */
-static bool section(uint64_t *off, uint64_t *at, int64_t n, int64_t esize) {
-    int64_t bytes;
-    if (n < 0 || !pa_mul_ok(n, esize, &bytes)) return false;
-    const uint64_t rounded = ((uint64_t)bytes + 63u) & ~(uint64_t)63u;
-    if (rounded < (uint64_t)bytes) return false;
-    *at = *off;
-    if (*off > UINT64_MAX - rounded) return false;
-    *off += rounded;
-    return true;
-}
-
-static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out) {
-    int64_t t;
-    return pa_mul_ok(a, b, &t) && pa_mul_ok(t, c, out);
-}
-
 bool nsa_sag_layout(nsa_sag_plan *p) {
-    p->Bp = round16(p->B);
-    p->Dp = round16(p->D);
-    p->Dvp = round16(p->Dv);
+    p->Bp = nsa_round16(p->B);
+    p->Dp = nsa_round16(p->D);
+    p->Dvp = nsa_round16(p->Dv);
     p->NB = p->T2 / p->B;
     if (p->NB > INT32_MAX) return false; /* global block ids are int32 */
     const int64_t hb = p->q.dtype == ACL_BF16 ? 6 : 4; /* bytes per packed Q / dO element */
@@ -39,9 +20,9 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
      *   N1*(C*Bp*8 + (Dp+Dvp)*hb + 12) + N2*C*4 bytes
      * (P and dS, packed Q and dO (+ bf16 copies), max/sum/Dsum, index entries) */
     int64_t per_tok, t1, t2;
-    if (!mul3(p->N1, p->C, p->Bp, &t1) || !pa_mul_ok(t1, 8, &t1) ||
+    if (!nsa_mul3(p->N1, p->C, p->Bp, &t1) || !pa_mul_ok(t1, 8, &t1) ||
         !pa_mul_ok(p->N1, (p->Dp + p->Dvp) * hb + 12, &t2) ||
-        !mul3(p->N2, p->C, 4, &per_tok) || __builtin_add_overflow(per_tok, t1, &per_tok) ||
+        !nsa_mul3(p->N2, p->C, 4, &per_tok) || __builtin_add_overflow(per_tok, t1, &per_tok) ||
         __builtin_add_overflow(per_tok, t2, &per_tok)) {
         return false;
     }
@@ -59,26 +40,26 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
     p->ntiles = (p->T1 + tile - 1) / tile;
 
     int64_t qn, don, tn, gn, k32n, ktn, vtn, dvn, pn, cn, en, nbp;
-    if (!pa_mul_ok(p->NB, p->Bp, &nbp) || !mul3(tile, p->N1, p->Dp, &qn) || !mul3(tile, p->N1, p->Dvp, &don) ||
-        !pa_mul_ok(tile, p->N1, &tn) || !mul3(p->T1, p->N2, p->C, &gn) ||
-        !mul3(p->N2, p->T2, p->Dp, &k32n) || !mul3(p->N2, nbp, p->D, &ktn) ||
-        !mul3(p->N2, nbp, p->Dv, &vtn) || !mul3(p->N2, p->T2, p->Dvp, &dvn) ||
-        !mul3(tile, p->N1, p->C, &pn) || !pa_mul_ok(pn, p->Bp, &pn) || !pa_mul_ok(p->N2, p->NB, &cn) ||
-        !mul3(tile, p->N2, p->C, &en)) {
+    if (!pa_mul_ok(p->NB, p->Bp, &nbp) || !nsa_mul3(tile, p->N1, p->Dp, &qn) || !nsa_mul3(tile, p->N1, p->Dvp, &don) ||
+        !pa_mul_ok(tile, p->N1, &tn) || !nsa_mul3(p->T1, p->N2, p->C, &gn) ||
+        !nsa_mul3(p->N2, p->T2, p->Dp, &k32n) || !nsa_mul3(p->N2, nbp, p->D, &ktn) ||
+        !nsa_mul3(p->N2, nbp, p->Dv, &vtn) || !nsa_mul3(p->N2, p->T2, p->Dvp, &dvn) ||
+        !nsa_mul3(tile, p->N1, p->C, &pn) || !pa_mul_ok(pn, p->Bp, &pn) || !pa_mul_ok(p->N2, p->NB, &cn) ||
+        !nsa_mul3(tile, p->N2, p->C, &en)) {
         return false;
     }
     /* bf16 copies of the tile's Q and dO rows, for bf16 inputs only */
     const int64_t qbn = p->q.dtype == ACL_BF16 ? qn : 0, dobn = p->q.dtype == ACL_BF16 ? don : 0;
     uint64_t off = 0;
-    if (!section(&off, &p->off_q32, qn, 4) || !section(&off, &p->off_do32, don, 4) ||
-        !section(&off, &p->off_qb, qbn, 2) || !section(&off, &p->off_dob, dobn, 2) ||
-        !section(&off, &p->off_mx, tn, 4) || !section(&off, &p->off_sm, tn, 4) ||
-        !section(&off, &p->off_dsum, tn, 4) || !section(&off, &p->off_tok, p->T1, 16) ||
-        !section(&off, &p->off_gblk, gn, 4) || !section(&off, &p->off_k32, k32n, 4) ||
-        !section(&off, &p->off_kt, ktn, 4) || !section(&off, &p->off_vt, vtn, 4) ||
-        !section(&off, &p->off_dkacc, k32n, 4) || !section(&off, &p->off_dvacc, dvn, 4) ||
-        !section(&off, &p->off_p, pn, 4) || !section(&off, &p->off_ds, pn, 4) ||
-        !section(&off, &p->off_cnt, cn + 1, 8) || !section(&off, &p->off_ent, en, 4)) {
+    if (!nsa_ws_section(&off, &p->off_q32, qn, 4) || !nsa_ws_section(&off, &p->off_do32, don, 4) ||
+        !nsa_ws_section(&off, &p->off_qb, qbn, 2) || !nsa_ws_section(&off, &p->off_dob, dobn, 2) ||
+        !nsa_ws_section(&off, &p->off_mx, tn, 4) || !nsa_ws_section(&off, &p->off_sm, tn, 4) ||
+        !nsa_ws_section(&off, &p->off_dsum, tn, 4) || !nsa_ws_section(&off, &p->off_tok, p->T1, 16) ||
+        !nsa_ws_section(&off, &p->off_gblk, gn, 4) || !nsa_ws_section(&off, &p->off_k32, k32n, 4) ||
+        !nsa_ws_section(&off, &p->off_kt, ktn, 4) || !nsa_ws_section(&off, &p->off_vt, vtn, 4) ||
+        !nsa_ws_section(&off, &p->off_dkacc, k32n, 4) || !nsa_ws_section(&off, &p->off_dvacc, dvn, 4) ||
+        !nsa_ws_section(&off, &p->off_p, pn, 4) || !nsa_ws_section(&off, &p->off_ds, pn, 4) ||
+        !nsa_ws_section(&off, &p->off_cnt, cn + 1, 8) || !nsa_ws_section(&off, &p->off_ent, en, 4)) {
         return false;
     }
     if (off > UINT64_MAX - 64u) return false;

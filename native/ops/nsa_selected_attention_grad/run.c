@@ -16,6 +16,7 @@
 
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
 #include "common/pa_half.h"
+#include "ops/nsa_common/nsa_common.h"
 #include "ops/nsa_selected_attention_grad/nsa_sag.h"
 #include "runtime/pa_threadpool.h"
 
@@ -46,132 +47,6 @@ typedef struct nsa_ctx {
     atomic_int oom;
 } nsa_ctx;
 
-/* ---- strided element access ---- */
-
-static inline float load_elem(const pa_tview *v, int64_t idx) {
-    const char *base = (const char *)v->base;
-    switch (v->dtype) {
-    case ACL_FLOAT: {
-        float f;
-        memcpy(&f, base + idx * 4, 4);
-        return f;
-    }
-    case ACL_FLOAT16: {
-        uint16_t h;
-        memcpy(&h, base + idx * 2, 2);
-        return pa_f16_to_f32(h);
-    }
-    default: {
-        uint16_t h;
-        memcpy(&h, base + idx * 2, 2);
-        return pa_bf16_to_f32(h);
-    }
-    }
-}
-
-/* dst[j] = v[i0, i1, j], j < n */
-static void read_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, float *dst) {
-    const int64_t off = v->offset + i0 * v->strides[0] + i1 * v->strides[1];
-    const int64_t st = v->strides[2];
-    const char *base = (const char *)v->base;
-    if (st == 1) {
-        switch (v->dtype) {
-        case ACL_FLOAT:
-            memcpy(dst, base + off * 4, (size_t)n * 4);
-            return;
-        case ACL_FLOAT16: {
-            const char *s = base + off * 2;
-            for (int64_t j = 0; j < n; j++) {
-                uint16_t h;
-                memcpy(&h, s + j * 2, 2);
-                dst[j] = pa_f16_to_f32(h);
-            }
-            return;
-        }
-        default: {
-            const char *s = base + off * 2;
-            for (int64_t j = 0; j < n; j++) {
-                uint16_t h;
-                memcpy(&h, s + j * 2, 2);
-                dst[j] = pa_bf16_to_f32(h);
-            }
-            return;
-        }
-        }
-    }
-    for (int64_t j = 0; j < n; j++) dst[j] = load_elem(v, off + j * st);
-}
-
-/* v[i0, i1, j] = src[j] * mul rounded to v's dtype, j < n */
-static void write_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, const float *src, float mul) {
-    const int64_t off = v->offset + i0 * v->strides[0] + i1 * v->strides[1];
-    const int64_t st = v->strides[2];
-    char *base = (char *)v->base;
-    switch (v->dtype) {
-    case ACL_FLOAT:
-        for (int64_t j = 0; j < n; j++) {
-            const float f = src[j] * mul;
-            memcpy(base + (off + j * st) * 4, &f, 4);
-        }
-        break;
-    case ACL_FLOAT16:
-        for (int64_t j = 0; j < n; j++) {
-            const uint16_t h = pa_f32_to_f16(src[j] * mul);
-            memcpy(base + (off + j * st) * 2, &h, 2);
-        }
-        break;
-    default:
-        for (int64_t j = 0; j < n; j++) {
-            const uint16_t h = pa_f32_to_bf16(src[j] * mul);
-            memcpy(base + (off + j * st) * 2, &h, 2);
-        }
-        break;
-    }
-}
-
-static int64_t seq_at(const nsa_sag_plan *p, size_t off, int64_t b) {
-    int64_t v;
-    memcpy(&v, (const char *)p + off + (size_t)b * sizeof v, sizeof v);
-    return v;
-}
-
-/* ---- step 1: indices ---- */
-
-static int check_indices(nsa_ctx *x) {
-    const nsa_sag_plan *p = x->p;
-    const pa_tview *tv = &p->topk;
-    const char *base = (const char *)tv->base;
-    int64_t q_lo = 0, kv_lo = 0;
-    for (int64_t b = 0; b < p->nbatch; b++) {
-        const int64_t q_hi = seq_at(p, p->seq_q_off, b);
-        const int64_t kv_hi = seq_at(p, p->seq_kv_off, b);
-        const int64_t nblk = (kv_hi - kv_lo) / p->B;
-        const int64_t kvb0 = kv_lo / p->B;
-        for (int64_t t = q_lo; t < q_hi; t++) {
-            x->tok[2 * t] = t - q_lo;
-            x->tok[2 * t + 1] = kvb0;
-            for (int64_t n2 = 0; n2 < p->N2; n2++) {
-                const int64_t off = tv->offset + t * tv->strides[0] + n2 * tv->strides[1];
-                int32_t *dst = x->gblk + (t * p->N2 + n2) * p->C;
-                for (int64_t i = 0; i < p->C; i++) {
-                    int32_t v;
-                    memcpy(&v, base + (off + i * tv->strides[2]) * 4, 4);
-                    if (v < 0 || v >= nblk) {
-                        return pa_fail(ACLNN_ERR_RUNTIME_ERROR,
-                                       "%s: topkIndices[t=%lld, n2=%lld, i=%lld] = %d is out of range [0, %lld) for "
-                                       "batch %lld",
-                                       NSA_SAG_RUN_API, (long long)t, (long long)n2, (long long)i, (int)v,
-                                       (long long)nblk, (long long)b);
-                    }
-                    dst[i] = (int32_t)(kvb0 + v);
-                }
-            }
-        }
-        q_lo = q_hi;
-        kv_lo = kv_hi;
-    }
-    return ACLNN_SUCCESS;
-}
 
 /* ---- step 2: packing ---- */
 
@@ -188,17 +63,17 @@ static void pack_tokens(void *ctx, int64_t begin, int64_t end) {
         for (int64_t h = 0; h < p->N1; h++) {
             const int64_t row = tl * p->N1 + h;
             float *q = x->q32 + row * p->Dp;
-            read_row(&p->q, t, h, p->D, q);
+            nsa_read_row(&p->q, t, h, p->D, q);
             for (int64_t d = p->D; d < p->Dp; d++) q[d] = 0.0f;
             float *g = x->do32 + row * p->Dvp;
-            read_row(&p->dout, t, h, p->Dv, g);
+            nsa_read_row(&p->dout, t, h, p->Dv, g);
             for (int64_t d = p->Dv; d < p->Dvp; d++) g[d] = 0.0f;
-            read_row(&p->o, t, h, p->Dv, orow);
+            nsa_read_row(&p->o, t, h, p->Dv, orow);
             double acc = 0.0;
             for (int64_t d = 0; d < p->Dv; d++) acc += (double)g[d] * (double)orow[d];
             x->dsum[row] = (float)acc;
-            x->mx[row] = load_elem(&p->smax, p->smax.offset + t * p->smax.strides[0] + h * p->smax.strides[1]);
-            x->sm[row] = load_elem(&p->ssum, p->ssum.offset + t * p->ssum.strides[0] + h * p->ssum.strides[1]);
+            nsa_read_row(&p->smax, t, h, 1, x->mx + row);
+            nsa_read_row(&p->ssum, t, h, 1, x->sm + row);
             if (p->use_bf16) { /* exact: the values came from bf16 */
                 uint16_t *qb = x->qb + row * p->Dp, *gb = x->dob + row * p->Dvp;
                 for (int64_t d = 0; d < p->Dp; d++) qb[d] = (uint16_t)(pa_f32_bits(q[d]) >> 16);
@@ -208,59 +83,19 @@ static void pack_tokens(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-/* Transposes B rows of n values (row stride ld, exact bf16 values in fp32) into
- * bf16 pairs: dst[((d/2)*Bp + r)*2 + d%2] = src[r][d], zero for d >= n (odd n)
- * and for r >= B. */
-static void pack_pairs(uint16_t *dst, const float *src, int64_t ld, int64_t n, int64_t B, int64_t Bp) {
-    const int64_t n2 = (n + 1) / 2;
-    for (int64_t j = 0; j < n2; j++) {
-        uint16_t *row = dst + j * Bp * 2;
-        for (int64_t r = 0; r < B; r++) {
-            const int64_t d = 2 * j;
-            row[2 * r] = (uint16_t)(pa_f32_bits(src[r * ld + d]) >> 16);
-            row[2 * r + 1] = d + 1 < n ? (uint16_t)(pa_f32_bits(src[r * ld + d + 1]) >> 16) : 0;
-        }
-        for (int64_t r = B; r < Bp; r++) row[2 * r] = row[2 * r + 1] = 0;
-    }
-}
-
 /* items: (n2, key block) */
 static void pack_kv(void *ctx, int64_t begin, int64_t end) {
     nsa_ctx *x = ctx;
     const nsa_sag_plan *p = x->p;
-    const int64_t B = p->B, Bp = p->Bp, D = p->D, Dv = p->Dv, Dp = p->Dp;
-    float *vrow = pa_thread_scratch((size_t)(B * Dv) * sizeof(float));
-    if (vrow == NULL) {
+    float *scr = pa_thread_scratch((size_t)(p->B * (p->Dp + p->Dv)) * sizeof(float));
+    if (scr == NULL) {
         atomic_store(&x->oom, 1);
         return;
     }
-    for (int64_t it = begin; it < end; it++) {
-        const int64_t n2 = it / p->NB, kb = it % p->NB;
-        float *k = x->k32 + (n2 * p->T2 + kb * B) * Dp;
-        for (int64_t r = 0; r < B; r++) {
-            float *kr = k + r * Dp;
-            read_row(&p->k, kb * B + r, n2, D, kr);
-            for (int64_t d = D; d < Dp; d++) kr[d] = 0.0f;
-            read_row(&p->v, kb * B + r, n2, Dv, vrow + r * Dv);
-        }
-        if (p->use_bf16) {
-            pack_pairs((uint16_t *)(void *)(x->kt + it * D * Bp), k, Dp, D, B, Bp);
-            pack_pairs((uint16_t *)(void *)(x->vt + it * Dv * Bp), vrow, Dv, Dv, B, Bp);
-            continue;
-        }
-        float *kt = x->kt + it * D * Bp;
-        for (int64_t d = 0; d < D; d++) {
-            float *dst = kt + d * Bp;
-            for (int64_t r = 0; r < B; r++) dst[r] = k[r * Dp + d];
-            for (int64_t r = B; r < Bp; r++) dst[r] = 0.0f;
-        }
-        float *vt = x->vt + it * Dv * Bp;
-        for (int64_t d = 0; d < Dv; d++) {
-            float *dst = vt + d * Bp;
-            for (int64_t r = 0; r < B; r++) dst[r] = vrow[r * Dv + d];
-            for (int64_t r = B; r < Bp; r++) dst[r] = 0.0f;
-        }
-    }
+    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .T2 = p->T2, .NB = p->NB, .B = p->B, .Bp = p->Bp,
+                            .D = p->D, .Dv = p->Dv, .Dp = p->Dp, .Dvp = p->Dvp, .use_bf16 = p->use_bf16,
+                            .k32 = x->k32, .kt = x->kt, .vt = x->vt, .v32 = NULL};
+    for (int64_t it = begin; it < end; it++) nsa_pack_kv_block(&pk, it, scr);
 }
 
 /* ---- step 3: pass 1, items (local token, n2) of the current tile ---- */
@@ -330,7 +165,7 @@ static void pass1(void *ctx, int64_t begin, int64_t end) {
         const nsa_gemm_args gq = {.m = G, .n = Dp, .k = B, .panels = pan, .npanels = npan, .a_sm = Bp, .a_sk = 1,
                                   .ldb = Dp, .c = dqb, .ldc = Dp, .accumulate = 0};
         kn->gemm(&gq);
-        for (int64_t g = 0; g < G; g++) write_row(&p->dq, t, n2 * G + g, p->D, dqb + g * Dp, p->scale);
+        for (int64_t g = 0; g < G; g++) nsa_write_row(&p->dq, t, n2 * G + g, p->D, dqb + g * Dp, p->scale);
     }
 }
 
@@ -406,7 +241,7 @@ static void pass2(void *ctx, int64_t begin, int64_t end) {
             const pa_tview *out = part ? &p->dv : &p->dk;
             const int64_t n = part ? p->Dv : p->D;
             const float mul = part ? 1.0f : p->scale;
-            for (int64_t r = 0; r < B; r++) write_row(out, kb * B + r, n2, n, acc + r * W, mul);
+            for (int64_t r = 0; r < B; r++) nsa_write_row(out, kb * B + r, n2, n, acc + r * W, mul);
         }
     }
 }
@@ -448,7 +283,9 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
     x.ent = (uint32_t *)(void *)(ws + p->off_ent);
     atomic_init(&x.oom, 0);
 
-    int rc = check_indices(&x);
+    int rc = nsa_index_topk(NSA_SAG_RUN_API, &p->topk, (const int64_t *)(const void *)((const char *)p + p->seq_q_off),
+                            (const int64_t *)(const void *)((const char *)p + p->seq_kv_off), p->nbatch, p->N2,
+                            p->C, p->B, x.tok, x.gblk);
     if (rc != ACLNN_SUCCESS) return rc;
 
     pa_parallel_for(p->N2 * p->NB, 1, pack_kv, &x);

@@ -1,0 +1,404 @@
+/* Validation rules, row access, topk indexing and K/V packing shared by the
+ * NSA selected-attention forward and backward (see nsa_common.h). */
+#include "ops/nsa_common/nsa_common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/pa_half.h"
+#include "meta/pa_handles.h"
+
+bool nsa_relaxed_mode(void) {
+    const char *e = getenv("PYACLNN_NSA_RELAXED");
+    return e != NULL && strcmp(e, "1") == 0;
+}
+
+bool nsa_is_half(aclDataType dt) { return dt == ACL_FLOAT16 || dt == ACL_BF16; }
+
+int nsa_check_tensor(const char *api, const aclTensor *t, const char *name, int32_t rank) {
+    int rc = pa_handle_check(api, name, t, PA_HANDLE_TENSOR);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if (!pa_format_is_plain(t->format)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have a plain (ND) format, got %s", api, name,
+                       pa_format_name(t->format));
+    }
+    if (t->ndim != rank) {
+        char buf[128];
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be %d-D, got %d-D %s", api, name, (int)rank,
+                       (int)t->ndim, pa_shape_str(t->dims, t->ndim, buf, sizeof buf));
+    }
+    return pa_tensor_check_view(api, name, t);
+}
+
+/* True when two elements of t may share an address: with the dims of size > 1
+ * sorted by stride, each stride must exceed the span of the smaller ones
+ * (sufficient for no overlap; it holds for every permutation or slice of a
+ * dense layout). */
+static bool may_overlap(const aclTensor *t) {
+    int64_t st[PA_MAX_DIMS], sz[PA_MAX_DIMS];
+    int n = 0;
+    for (int32_t i = 0; i < t->ndim; i++) {
+        if (t->dims[i] > 1) {
+            st[n] = t->strides[i];
+            sz[n] = t->dims[i];
+            n++;
+        }
+    }
+    for (int i = 1; i < n; i++) { /* insertion sort by stride */
+        for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
+            const int64_t a = st[j], b = sz[j];
+            st[j] = st[j - 1];
+            sz[j] = sz[j - 1];
+            st[j - 1] = a;
+            sz[j - 1] = b;
+        }
+    }
+    int64_t span = 0; /* largest offset reachable with the dims so far */
+    for (int i = 0; i < n; i++) {
+        if (st[i] <= span) return true;
+        int64_t add;
+        if (!pa_mul_ok(st[i], sz[i] - 1, &add) || __builtin_add_overflow(span, add, &span)) return true;
+    }
+    return false;
+}
+
+int nsa_check_no_overlap(const char *api, const aclTensor *t, const char *name) {
+    if (!may_overlap(t)) return ACLNN_SUCCESS;
+    return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                   "%s: %s must not have overlapping elements (a zero or too small stride), got strides "
+                   "[%lld,%lld,%lld]",
+                   api, name, (long long)t->strides[0], (long long)t->strides[1], (long long)t->strides[2]);
+}
+
+int nsa_check_shape3(const char *api, const aclTensor *t, const char *name, const int64_t want[3],
+                     const char *rule) {
+    if (t->dims[0] == want[0] && t->dims[1] == want[1] && t->dims[2] == want[2]) return ACLNN_SUCCESS;
+    char got[128], exp[128];
+    pa_shape_str(t->dims, 3, got, sizeof got);
+    pa_shape_str(want, 3, exp, sizeof exp);
+    return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have shape %s (%s), got %s", api, name, exp, rule, got);
+}
+
+int nsa_check_attrs(const char *api, int64_t B, int64_t C, int64_t sparse_mode, bool relaxed, int64_t max_count,
+                    int64_t max_cb) {
+    if (relaxed) {
+        if (B < 1 || B > 1024) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: selectedBlockSize must be in [1, 1024], got %lld", api,
+                           (long long)B);
+        }
+        if (C < 1 || C > 1024) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: selectedBlockCount must be in [1, 1024], got %lld", api,
+                           (long long)C);
+        }
+    } else {
+        if (B < 16 || B > 128 || B % 16 != 0) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: selectedBlockSize must be a multiple of 16 in [16, 128], got %lld", api, (long long)B);
+        }
+        if (C < 1 || C > max_count) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: selectedBlockCount must be in [1, %lld], got %lld", api,
+                           (long long)max_count, (long long)C);
+        }
+        if (max_cb > 0 && C * B > max_cb) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: selectedBlockCount * selectedBlockSize must be <= %lld, got %lld * %lld = %lld", api,
+                           (long long)max_cb, (long long)C, (long long)B, (long long)(C * B));
+        }
+    }
+    if (sparse_mode != 0 && sparse_mode != 2) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: sparseMode must be 0 or 2, got %lld", api,
+                       (long long)sparse_mode);
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_heads(const char *api, int64_t N1, int64_t N2, int64_t head_num, bool relaxed) {
+    if (head_num != N1) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: headNum must equal N1 = query.shape[1] = %lld, got %lld", api,
+                       (long long)N1, (long long)head_num);
+    }
+    const int64_t nmax = relaxed ? 1024 : 128;
+    if (N1 < 1 || N1 > nmax) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: N1 (query heads) must be in [1, %lld], got %lld", api,
+                       (long long)nmax, (long long)N1);
+    }
+    if (N2 < 1 || N2 > nmax) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: N2 (key/value heads) must be in [1, %lld], got %lld", api,
+                       (long long)nmax, (long long)N2);
+    }
+    if (N1 % N2 != 0) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: N1 (%lld, query heads) must be a multiple of N2 (%lld, key/value heads)", api,
+                       (long long)N1, (long long)N2);
+    }
+    if (!relaxed && N1 / N2 > 32) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: G = N1/N2 (query heads per key/value head) must be in [1, 32], got %lld", api,
+                       (long long)(N1 / N2));
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_dims(const char *api, int64_t T1, int64_t T2, int64_t D, int64_t Dv, bool relaxed) {
+    if (T1 < 1 || T2 < 1) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: T1 and T2 must be >= 1, got T1=%lld, T2=%lld", api,
+                       (long long)T1, (long long)T2);
+    }
+    if (relaxed) {
+        if (D < 1 || D > 65536) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: D (query/key head dim) must be in [1, 65536], got %lld",
+                           api, (long long)D);
+        }
+        if (Dv < 1 || Dv > 1024) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: Dv (value head dim) must be in [1, 1024], got %lld", api,
+                           (long long)Dv);
+        }
+        return ACLNN_SUCCESS;
+    }
+    if (D != 128 && D != 192) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: D (query/key head dim) must be 128 or 192, got %lld", api,
+                       (long long)D);
+    }
+    if (Dv != 128 && Dv != 192) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: Dv (value head dim) must be 128 or 192, got %lld", api,
+                       (long long)Dv);
+    }
+    if (Dv > D) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: Dv (%lld, value head dim) must not exceed D (%lld, query/key head dim)", api,
+                       (long long)Dv, (long long)D);
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_seq(const char *api, const aclIntArray *a, const char *name, int64_t total, const char *tname) {
+    if (a->size < 1) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must hold at least one cumulative length, got 0", api,
+                       name);
+    }
+    if (a->values == NULL) {
+        return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s has no values", api, name);
+    }
+    int64_t prev = 0;
+    for (uint64_t i = 0; i < a->size; i++) {
+        const int64_t v = a->values[i];
+        if (v <= prev) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: %s must be cumulative lengths [s0, s0+s1, ...] with every batch length > 0, "
+                           "got %lld after %lld at index %llu",
+                           api, name, (long long)v, (long long)prev, (unsigned long long)i);
+        }
+        prev = v;
+    }
+    if (prev != total) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: the last value of %s must equal %s = %lld, got %lld", api,
+                       name, tname, (long long)total, (long long)prev);
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_kv_lengths(const char *api, const aclIntArray *seq_kv, int64_t nbatch, int64_t T2, int64_t B,
+                         int64_t C, bool relaxed) {
+    const int64_t need = C * B;
+    for (int64_t b = 0; b < nbatch; b++) {
+        const int64_t lo = (seq_kv == NULL || b == 0) ? 0 : seq_kv->values[b - 1];
+        const int64_t hi = seq_kv == NULL ? T2 : seq_kv->values[b];
+        const int64_t len = hi - lo;
+        if (len % B != 0) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: the KV length of batch %lld (%lld, from actualSeqKvLenOptional or key) must be a "
+                           "multiple of selectedBlockSize (%lld)",
+                           api, (long long)b, (long long)len, (long long)B);
+        }
+        if (!relaxed && len < need) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: the KV length of batch %lld (%lld, from actualSeqKvLenOptional or key) must be >= "
+                           "selectedBlockCount * selectedBlockSize = %lld",
+                           api, (long long)b, (long long)len, (long long)need);
+        }
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* ---- plans ---- */
+
+bool nsa_ws_section(uint64_t *off, uint64_t *at, int64_t n, int64_t esize) {
+    int64_t bytes;
+    if (n < 0 || !pa_mul_ok(n, esize, &bytes)) return false;
+    const uint64_t rounded = ((uint64_t)bytes + 63u) & ~(uint64_t)63u;
+    if (rounded < (uint64_t)bytes) return false;
+    *at = *off;
+    if (*off > UINT64_MAX - rounded) return false;
+    *off += rounded;
+    return true;
+}
+
+bool nsa_mul3(int64_t a, int64_t b, int64_t c, int64_t *out) {
+    int64_t t;
+    return pa_mul_ok(a, b, &t) && pa_mul_ok(t, c, out);
+}
+
+/* ---- run time ---- */
+
+static inline float load_elem(const pa_tview *v, int64_t idx) {
+    const char *base = (const char *)v->base;
+    switch (v->dtype) {
+    case ACL_FLOAT: {
+        float f;
+        memcpy(&f, base + idx * 4, 4);
+        return f;
+    }
+    case ACL_FLOAT16: {
+        uint16_t h;
+        memcpy(&h, base + idx * 2, 2);
+        return pa_f16_to_f32(h);
+    }
+    default: {
+        uint16_t h;
+        memcpy(&h, base + idx * 2, 2);
+        return pa_bf16_to_f32(h);
+    }
+    }
+}
+
+void nsa_read_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, float *dst) {
+    const int64_t off = v->offset + i0 * v->strides[0] + i1 * v->strides[1];
+    const int64_t st = v->strides[2];
+    const char *base = (const char *)v->base;
+    if (st == 1) {
+        switch (v->dtype) {
+        case ACL_FLOAT:
+            memcpy(dst, base + off * 4, (size_t)n * 4);
+            return;
+        case ACL_FLOAT16: {
+            const char *s = base + off * 2;
+            for (int64_t j = 0; j < n; j++) {
+                uint16_t h;
+                memcpy(&h, s + j * 2, 2);
+                dst[j] = pa_f16_to_f32(h);
+            }
+            return;
+        }
+        default: {
+            const char *s = base + off * 2;
+            for (int64_t j = 0; j < n; j++) {
+                uint16_t h;
+                memcpy(&h, s + j * 2, 2);
+                dst[j] = pa_bf16_to_f32(h);
+            }
+            return;
+        }
+        }
+    }
+    for (int64_t j = 0; j < n; j++) dst[j] = load_elem(v, off + j * st);
+}
+
+void nsa_write_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, const float *src, float mul) {
+    const int64_t off = v->offset + i0 * v->strides[0] + i1 * v->strides[1];
+    const int64_t st = v->strides[2];
+    char *base = (char *)v->base;
+    switch (v->dtype) {
+    case ACL_FLOAT:
+        for (int64_t j = 0; j < n; j++) {
+            const float f = src[j] * mul;
+            memcpy(base + (off + j * st) * 4, &f, 4);
+        }
+        break;
+    case ACL_FLOAT16:
+        for (int64_t j = 0; j < n; j++) {
+            const uint16_t h = pa_f32_to_f16(src[j] * mul);
+            memcpy(base + (off + j * st) * 2, &h, 2);
+        }
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) {
+            const uint16_t h = pa_f32_to_bf16(src[j] * mul);
+            memcpy(base + (off + j * st) * 2, &h, 2);
+        }
+        break;
+    }
+}
+
+int nsa_index_topk(const char *api, const pa_tview *tv, const int64_t *seq_q, const int64_t *seq_kv,
+                   int64_t nbatch, int64_t N2, int64_t C, int64_t B, int64_t *tok, int32_t *gblk) {
+    const char *base = (const char *)tv->base;
+    int64_t q_lo = 0, kv_lo = 0;
+    for (int64_t b = 0; b < nbatch; b++) {
+        const int64_t q_hi = seq_q[b], kv_hi = seq_kv[b];
+        const int64_t nblk = (kv_hi - kv_lo) / B;
+        const int64_t kvb0 = kv_lo / B;
+        for (int64_t t = q_lo; t < q_hi; t++) {
+            tok[2 * t] = t - q_lo;
+            tok[2 * t + 1] = kvb0;
+            for (int64_t n2 = 0; n2 < N2; n2++) {
+                const int64_t off = tv->offset + t * tv->strides[0] + n2 * tv->strides[1];
+                int32_t *dst = gblk + (t * N2 + n2) * C;
+                for (int64_t i = 0; i < C; i++) {
+                    int32_t v;
+                    memcpy(&v, base + (off + i * tv->strides[2]) * 4, 4);
+                    if (v < 0 || v >= nblk) {
+                        return pa_fail(ACLNN_ERR_RUNTIME_ERROR,
+                                       "%s: topkIndices[t=%lld, n2=%lld, i=%lld] = %d is out of range [0, %lld) for "
+                                       "batch %lld",
+                                       api, (long long)t, (long long)n2, (long long)i, (int)v, (long long)nblk,
+                                       (long long)b);
+                    }
+                    dst[i] = (int32_t)(kvb0 + v);
+                }
+            }
+        }
+        q_lo = q_hi;
+        kv_lo = kv_hi;
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* Transposes B rows of n values (row stride ld, exact bf16 values in fp32) into
+ * bf16 pairs: dst[((d/2)*Bp + r)*2 + d%2] = src[r][d], zero for d >= n (odd n)
+ * and for r >= B. */
+static void pack_pairs(uint16_t *dst, const float *src, int64_t ld, int64_t n, int64_t B, int64_t Bp) {
+    const int64_t n2 = (n + 1) / 2;
+    for (int64_t j = 0; j < n2; j++) {
+        uint16_t *row = dst + j * Bp * 2;
+        for (int64_t r = 0; r < B; r++) {
+            const int64_t d = 2 * j;
+            row[2 * r] = (uint16_t)(pa_f32_bits(src[r * ld + d]) >> 16);
+            row[2 * r + 1] = d + 1 < n ? (uint16_t)(pa_f32_bits(src[r * ld + d + 1]) >> 16) : 0;
+        }
+        for (int64_t r = B; r < Bp; r++) row[2 * r] = row[2 * r + 1] = 0;
+    }
+}
+
+/* dst[d][r] = src[r*ld + d] for r < B, 0 for B <= r < Bp */
+static void transpose_block(float *dst, const float *src, int64_t ld, int64_t n, int64_t B, int64_t Bp) {
+    for (int64_t d = 0; d < n; d++) {
+        float *row = dst + d * Bp;
+        for (int64_t r = 0; r < B; r++) row[r] = src[r * ld + d];
+        for (int64_t r = B; r < Bp; r++) row[r] = 0.0f;
+    }
+}
+
+void nsa_pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
+    const int64_t B = pk->B, Bp = pk->Bp, D = pk->D, Dv = pk->Dv, Dp = pk->Dp, Dvp = pk->Dvp;
+    const int64_t n2 = it / pk->NB, kb = it % pk->NB;
+    float *k = pk->k32 != NULL ? pk->k32 + (n2 * pk->T2 + kb * B) * Dp : scratch;
+    float *vrow = scratch + B * Dp;
+    for (int64_t r = 0; r < B; r++) {
+        float *kr = k + r * Dp;
+        nsa_read_row(pk->k, kb * B + r, n2, D, kr);
+        for (int64_t d = D; d < Dp; d++) kr[d] = 0.0f;
+        nsa_read_row(pk->v, kb * B + r, n2, Dv, vrow + r * Dv);
+        if (pk->v32 != NULL) {
+            float *vr = pk->v32 + (n2 * pk->T2 + kb * B + r) * Dvp;
+            memcpy(vr, vrow + r * Dv, (size_t)Dv * sizeof(float));
+            for (int64_t d = Dv; d < Dvp; d++) vr[d] = 0.0f;
+        }
+    }
+    if (pk->use_bf16) {
+        pack_pairs((uint16_t *)(void *)(pk->kt + it * D * Bp), k, Dp, D, B, Bp);
+        if (pk->vt != NULL) pack_pairs((uint16_t *)(void *)(pk->vt + it * Dv * Bp), vrow, Dv, Dv, B, Bp);
+        return;
+    }
+    transpose_block(pk->kt + it * D * Bp, k, Dp, D, B, Bp);
+    if (pk->vt != NULL) transpose_block(pk->vt + it * Dv * Bp, vrow, Dv, Dv, B, Bp);
+}

@@ -1,0 +1,143 @@
+/* aclnnNsaSelectedAttentionGetWorkspaceSize: validate, then build the plan blob
+ * (struct + cumulative length arrays) and the executor. The workspace formula
+ * is documented in README.md and implemented by nsa_sa_layout. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "aclnnop/aclnn_nsa_selected_attention.h"
+#include "ops/nsa_common/nsa_common.h"
+#include "ops/nsa_selected_attention/nsa_sa.h"
+
+bool nsa_sa_layout(nsa_sa_plan *p) {
+    p->Bp = nsa_round16(p->B);
+    p->Dp = nsa_round16(p->D);
+    p->Dvp = nsa_round16(p->Dv);
+    p->NB = p->T2 / p->B;
+    if (p->NB > INT32_MAX) return false; /* global block ids are int32 */
+    int64_t gn, ktn, vn, nbp;
+    if (!pa_mul_ok(p->NB, p->Bp, &nbp) || !nsa_mul3(p->T1, p->N2, p->C, &gn) ||
+        !nsa_mul3(p->N2, nbp, p->D, &ktn) || !nsa_mul3(p->N2, p->T2, p->Dvp, &vn)) {
+        return false;
+    }
+    uint64_t off = 0;
+    if (!nsa_ws_section(&off, &p->off_tok, p->T1, 16) || !nsa_ws_section(&off, &p->off_gblk, gn, 4) ||
+        !nsa_ws_section(&off, &p->off_kt, ktn, 4) || !nsa_ws_section(&off, &p->off_v32, vn, 4)) {
+        return false;
+    }
+    if (off > UINT64_MAX - 64u) return false;
+    p->ws_size = off + 64u; /* slack to align a caller's workspace to 64 bytes */
+    return true;
+}
+
+/* sparseMode 2 without attenMask: the vendor's forward runs unmasked while its
+ * grad masks; said once per process at warning level (aclAppLog's rule:
+ * printed when ASCEND_GLOBAL_LOG_LEVEL is 0, 1 or 2). */
+static void warn_unmasked_sparse2(void) {
+    static atomic_int said = 0;
+    if (atomic_exchange(&said, 1) != 0) return;
+    aclAppLog(ACL_WARNING, NSA_SA_API, __FILE__, __LINE__,
+              "sparseMode 2 without attenMaskOptional: the forward runs unmasked (as the vendor kernel), but "
+              "aclnnNsaSelectedAttentionGrad with sparseMode 2 masks causally, so its gradients do not belong to "
+              "this forward; pass an attenMask (its values are never read) or use sparseMode 0");
+}
+
+PA_API aclnnStatus aclnnNsaSelectedAttentionGetWorkspaceSize(
+    const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *topkIndices,
+    const aclTensor *attenMaskOptional, const aclIntArray *actualSeqQLenOptional,
+    const aclIntArray *actualSeqKvLenOptional, double scaleValue, int64_t headNum, char *inputLayout,
+    int64_t sparseMode, int64_t selectedBlockSize, int64_t selectedBlockCount, const aclTensor *softmaxMaxOut,
+    const aclTensor *softmaxSumOut, const aclTensor *attentionOut, uint64_t *workspaceSize,
+    aclOpExecutor **executor) {
+    const nsa_sa_args args = {
+        .q = query,
+        .k = key,
+        .v = value,
+        .topk = topkIndices,
+        .mask = attenMaskOptional,
+        .seq_q = actualSeqQLenOptional,
+        .seq_kv = actualSeqKvLenOptional,
+        .scale = scaleValue,
+        .head_num = headNum,
+        .layout = inputLayout,
+        .sparse_mode = sparseMode,
+        .block = selectedBlockSize,
+        .count = selectedBlockCount,
+        .smax = softmaxMaxOut,
+        .ssum = softmaxSumOut,
+        .out = attentionOut,
+        .ws_size = workspaceSize,
+        .executor = executor,
+    };
+    nsa_sa_shape sh;
+    int rc = nsa_sa_validate(&args, &sh);
+    if (rc != ACLNN_SUCCESS) return rc;
+
+    nsa_sa_plan p;
+    memset(&p, 0, sizeof p);
+    if (sh.empty) {
+        p.empty = 1;
+        aclOpExecutor *ex = pa_executor_create(&nsa_sa_op_def, &p, sizeof p, 0, NULL, 0, NULL, 0);
+        if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+        *workspaceSize = 0;
+        *executor = ex;
+        return ACLNN_SUCCESS;
+    }
+    if (sparseMode == 2 && attenMaskOptional == NULL) warn_unmasked_sparse2();
+    p.q = pa_tview_of(query);
+    p.k = pa_tview_of(key);
+    p.v = pa_tview_of(value);
+    p.topk = pa_tview_of(topkIndices);
+    const bool has_mask = attenMaskOptional != NULL;
+    if (has_mask) p.mask = pa_tview_of(attenMaskOptional);
+    p.smax = pa_tview_of(softmaxMaxOut);
+    p.ssum = pa_tview_of(softmaxSumOut);
+    p.out = pa_tview_of(attentionOut);
+    p.causal = sparseMode == 2 && has_mask;
+    p.scale = pa_scale_to_f32(scaleValue);
+    p.T1 = sh.T1;
+    p.T2 = sh.T2;
+    p.N1 = sh.N1;
+    p.N2 = sh.N2;
+    p.G = sh.G;
+    p.D = sh.D;
+    p.Dv = sh.Dv;
+    p.B = sh.B;
+    p.C = sh.C;
+    p.nbatch = sh.nbatch;
+    if (!nsa_sa_layout(&p)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: the problem is too large (workspace size overflows)",
+                       NSA_SA_API);
+    }
+    p.kern = nsa_grad_select(pa_cpu_isa());
+    p.use_bf16 = p.q.dtype == ACL_BF16 && p.kern.gemm_bf16 != NULL;
+
+    /* plan blob: struct, then the two cumulative length arrays */
+    const size_t head = (sizeof p + 7u) & ~(size_t)7u;
+    if ((uint64_t)sh.nbatch > (SIZE_MAX - head) / (2 * sizeof(int64_t))) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: too many batches (%lld)", NSA_SA_API, (long long)sh.nbatch);
+    }
+    const size_t arr = (size_t)sh.nbatch * sizeof(int64_t);
+    const size_t blob_size = head + 2 * arr;
+    p.seq_q_off = head;
+    p.seq_kv_off = head + arr;
+    char *blob = pa_alloc_aligned(blob_size);
+    if (blob == NULL) {
+        return pa_fail(ACLNN_ERR_INNER_NULLPTR, "%s: out of memory for the plan (%zu bytes)", NSA_SA_API, blob_size);
+    }
+    memcpy(blob, &p, sizeof p);
+    memcpy(blob + p.seq_q_off, actualSeqQLenOptional->values, arr);
+    memcpy(blob + p.seq_kv_off, actualSeqKvLenOptional->values, arr);
+
+    const size_t in_views[5] = {
+        offsetof(nsa_sa_plan, q), offsetof(nsa_sa_plan, k), offsetof(nsa_sa_plan, v), offsetof(nsa_sa_plan, topk),
+        has_mask ? offsetof(nsa_sa_plan, mask) : SIZE_MAX,
+    };
+    const size_t out_views[3] = {offsetof(nsa_sa_plan, smax), offsetof(nsa_sa_plan, ssum),
+                                 offsetof(nsa_sa_plan, out)};
+    aclOpExecutor *ex = pa_executor_create(&nsa_sa_op_def, blob, blob_size, p.ws_size, in_views, 5, out_views, 3);
+    pa_free_aligned(blob);
+    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    *workspaceSize = p.ws_size;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
