@@ -24,6 +24,11 @@ ACL_FUNC_VISIBILITY aclError pyaclnnSetMaxIsa(const char *tier);
 ACL_FUNC_VISIBILITY aclError pyaclnnSetNumThreads(int32_t n);
 ACL_FUNC_VISIBILITY int32_t pyaclnnGetNumThreads(void);
 
+/* Live entries of the runtime's memory registry of one kind: 0 aclrtMalloc
+ * blocks, 1 aclrtMallocHost blocks, 2 aclrtHostRegister ranges, 3 aclrtMapMem
+ * mappings. *bytes (may be NULL) gets their total size. */
+ACL_FUNC_VISIBILITY uint64_t pyaclnnCountMemRanges(int32_t kind, uint64_t *bytes);
+
 /* ISA tier currently in use ("scalar", "avx2" or "avx512"). */
 ACL_FUNC_VISIBILITY const char *pyaclnnGetIsa(void);
 

@@ -1,5 +1,7 @@
 #include "common/pa_common.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,3 +48,13 @@ void *pa_alloc_aligned(size_t size) {
 }
 
 void pa_free_aligned(void *p) { free(p); }
+
+float pa_scale_to_f32(double d) {
+    if (isnan(d)) return NAN;
+    const double tie = 0x1.ffffffp127; /* halfway between FLT_MAX and 2^128: rounds to inf */
+    if (d >= tie) return INFINITY;
+    if (d <= -tie) return -INFINITY;
+    if (d > FLT_MAX) return FLT_MAX;
+    if (d < -FLT_MAX) return -FLT_MAX;
+    return (float)d;
+}

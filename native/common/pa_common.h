@@ -34,6 +34,11 @@ static inline bool pa_mul_ok(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }
 
+/* An op's double attribute `scale` as the fp32 its kernel uses: round to
+ * nearest even; beyond the fp32 range it becomes +-inf, NaN stays NaN (no
+ * out-of-range conversion, which C leaves undefined). Shared by every op. */
+float pa_scale_to_f32(double d);
+
 /* 64-byte aligned allocation (NULL on failure or size 0). Free with pa_free_aligned. */
 void *pa_alloc_aligned(size_t size);
 void pa_free_aligned(void *p);

@@ -5,6 +5,7 @@
 #include "common/pa_common.h"
 #include "cpu/pa_cpu.h"
 #include "pyaclnn/pyaclnn_ext.h"
+#include "runtime/pa_memreg.h"
 #include "runtime/pa_threadpool.h"
 
 #define PA_VERSION_STRING "0.1.0"
@@ -41,3 +42,10 @@ PA_API aclError pyaclnnSetNumThreads(int32_t n) {
 PA_API int32_t pyaclnnGetNumThreads(void) { return pa_num_threads(); }
 
 PA_API const char *pyaclnnGetIsa(void) { return pa_isa_name(pa_cpu_isa()); }
+
+PA_API uint64_t pyaclnnCountMemRanges(int32_t kind, uint64_t *bytes) {
+    size_t total = 0, n = 0;
+    if (kind >= 0 && kind < (int32_t)PA_MEM_KIND_COUNT) n = pa_memreg_count((pa_mem_kind)kind, &total);
+    if (bytes != NULL) *bytes = total;
+    return n;
+}

@@ -11,9 +11,11 @@
 
 #include <pthread.h>
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/pa_memreg.h"
 #include "runtime/pa_stream.h"
 
 #define PA_EXECUTOR_MAGIC 0x45786563u /* "Exec" */
@@ -37,6 +39,8 @@ typedef struct pa_launch_task {
     const pa_op_def *op;
     void *workspace;
     uint64_t workspace_size;
+    int n_in, n_out;
+    size_t views[2 * PA_MAX_IO]; /* inputs, then outputs */
     max_align_t plan[];
 } pa_launch_task;
 
@@ -197,8 +201,62 @@ aclOpExecutor *pa_executor_create(const pa_op_def *op, const void *plan, size_t 
     return ex;
 }
 
+static pthread_once_t g_check_once = PTHREAD_ONCE_INIT;
+static bool g_check_ranges = true;
+
+static void check_init(void) {
+    const char *s = getenv("PYACLNN_CHECK_ADDRESSES");
+    g_check_ranges = !(s != NULL && strcmp(s, "0") == 0);
+}
+
+/* Fails unless [p, p+bytes) lies in one device-accessible range. */
+static int check_range(const char *api, const char *what, const void *p, uint64_t bytes) {
+    pa_mem_range r;
+    if (bytes > SIZE_MAX || !pa_memreg_covers((uintptr_t)p, (size_t)bytes, &r)) {
+        char near[160] = "no device memory is allocated";
+        if (pa_memreg_nearest((uintptr_t)p, &r)) {
+            snprintf(near, sizeof near, "the nearest is the %s [%p, %p)", pa_mem_kind_name(r.kind),
+                     (void *)r.base, (void *)(r.base + r.size));
+        }
+        return pa_fail(ACL_ERROR_RT_AICORE_EXCEPTION,
+                       "%s: %s [%p, +%llu bytes) is not inside one device allocation or registered host range "
+                       "(the DDR address is out of range); %s",
+                       api, what, p, (unsigned long long)bytes, near);
+    }
+    return 0;
+}
+
+/* The launch-time address checks of every view and the workspace. */
+static int check_addresses(const pa_launch_task *t) {
+    pthread_once(&g_check_once, check_init);
+    for (int i = 0; i < t->n_in + t->n_out; i++) {
+        if (t->views[i] == SIZE_MAX) continue;
+        pa_tview v;
+        memcpy(&v, (const char *)t->plan + t->views[i], sizeof v);
+        const char *name = i < t->n_in ? t->op->in_names[i] : t->op->out_names[i - t->n_in];
+        if (v.base == NULL) {
+            return pa_fail(ACLNN_ERR_RUNTIME_ERROR,
+                           "%s: %s has no device address (its data pointer is NULL); give one in aclCreateTensor "
+                           "or with aclSetInputTensorAddr / aclSetOutputTensorAddr",
+                           t->op->name, name);
+        }
+        const uint64_t bytes = (uint64_t)v.storage_elems * pa_dtype_size(v.dtype);
+        if (!g_check_ranges || bytes == 0) continue;
+        char what[96];
+        snprintf(what, sizeof what, "%s storage", name);
+        int rc = check_range(t->op->name, what, v.base, bytes);
+        if (rc != 0) return rc;
+    }
+    if (g_check_ranges && t->workspace != NULL && t->workspace_size > 0) {
+        return check_range(t->op->name, "workspace", t->workspace, t->workspace_size);
+    }
+    return 0;
+}
+
 static int run_task(void *arg) {
     pa_launch_task *t = arg;
+    int rc = check_addresses(t);
+    if (rc != 0) return rc;
     return t->op->run(t->plan, t->workspace, t->workspace_size);
 }
 
@@ -241,6 +299,10 @@ aclnnStatus pa_executor_launch(const pa_op_def *op, void *workspace, uint64_t wo
     task->op = op;
     task->workspace = workspace;
     task->workspace_size = workspace_size;
+    task->n_in = executor->n_in;
+    task->n_out = executor->n_out;
+    for (int i = 0; i < executor->n_in; i++) task->views[i] = executor->in_views[i];
+    for (int i = 0; i < executor->n_out; i++) task->views[executor->n_in + i] = executor->out_views[i];
     if (executor->plan_size > 0) memcpy(task->plan, executor->plan, executor->plan_size);
     if (!executor->repeatable) {
         /* spent from here on, whether or not the stream accepts the task */

@@ -16,6 +16,8 @@ typedef int (*pa_op_run_fn)(const void *plan, void *workspace, uint64_t workspac
 typedef struct pa_op_def {
     const char *name;  /* launch API name, e.g. "aclnnScaledMaskedSoftmaxBackward" */
     pa_op_run_fn run;
+    const char *const *in_names;  /* parameter names of the input views, API order */
+    const char *const *out_names; /* ... and of the output views */
 } pa_op_def;
 
 /* Creates an executor owning a copy of `plan` (plan_size bytes, plain data).
@@ -27,7 +29,13 @@ aclOpExecutor *pa_executor_create(const pa_op_def *op, const void *plan, size_t 
                                   const size_t *in_views, int n_in,
                                   const size_t *out_views, int n_out);
 
-/* The body of every aclnnXxx(workspace, workspaceSize, executor, stream). */
+/* The body of every aclnnXxx(workspace, workspaceSize, executor, stream).
+ * When the task starts, before op->run, every view's data address must be
+ * non-NULL (else 361001) and its whole storage must lie inside one live
+ * device-accessible range of the memory registry, as must the workspace
+ * (else ACL_ERROR_RT_AICORE_EXCEPTION, the NPU's code for an out-of-range
+ * address); the task then fails without touching any output.
+ * PYACLNN_CHECK_ADDRESSES=0 turns the range check (not the NULL check) off. */
 aclnnStatus pa_executor_launch(const pa_op_def *op, void *workspace, uint64_t workspace_size,
                                aclOpExecutor *executor, aclrtStream stream);
 

@@ -43,8 +43,9 @@ typedef struct pa_tview {
     int32_t ndim;
     int64_t dims[PA_MAX_DIMS];
     int64_t strides[PA_MAX_DIMS];
-    int64_t offset; /* elements */
-    void *base;     /* storage address */
+    int64_t offset;        /* elements */
+    int64_t storage_elems; /* product of the storage dims (checked by pa_tensor_check_view) */
+    void *base;            /* storage address */
 } pa_tview;
 
 /* Element size in bytes of the dtypes ops use (0 for unknown). */
@@ -55,6 +56,12 @@ const char *pa_format_name(aclFormat fmt);
 bool pa_format_is_plain(aclFormat fmt);
 
 bool pa_tensor_is_valid(const aclTensor *t); /* non-NULL and magic ok */
+/* The view rules every op applies to every tensor at GetWorkspaceSize: offset
+ * >= 0, no negative strides, and the view's extent (offset + sum of
+ * (dim-1)*stride over dims > 1, overflow-checked, in bytes too) inside its
+ * storage (the product of storageDims). Returns 0, or 161002 after pa_fail()
+ * naming `api` and the tensor `name`. */
+int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t);
 int64_t pa_tensor_numel(const aclTensor *t);
 pa_tview pa_tview_of(const aclTensor *t);
 bool pa_tview_is_contiguous(const pa_tview *v);

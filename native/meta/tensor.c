@@ -355,8 +355,64 @@ pa_tview pa_tview_of(const aclTensor *t) {
         v.strides[i] = t->strides[i];
     }
     v.offset = t->offset;
+    v.storage_elems = 1;
+    for (int32_t i = 0; i < t->storage_ndim; i++) {
+        if (!pa_mul_ok(v.storage_elems, t->storage_dims[i], &v.storage_elems)) v.storage_elems = -1;
+        if (v.storage_elems < 0) break;
+    }
     v.base = t->data;
     return v;
+}
+
+int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t) {
+    char sh[160], st[160], sd[160];
+    if (t->offset < 0) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s view offset must be >= 0, got %lld", api, name,
+                       (long long)t->offset);
+    }
+    bool empty = false;
+    for (int32_t i = 0; i < t->ndim; i++) {
+        if (t->strides[i] < 0) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s strides must be non-negative, got %s", api, name,
+                           pa_shape_str(t->strides, t->ndim, st, sizeof st));
+        }
+        if (t->dims[i] == 0) empty = true;
+    }
+    int64_t storage = 1;
+    for (int32_t i = 0; i < t->storage_ndim; i++) {
+        if (!pa_mul_ok(storage, t->storage_dims[i], &storage)) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s storage shape %s has too many elements", api, name,
+                           pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
+        }
+    }
+    const int64_t esize = pa_dtype_size(t->dtype) ? (int64_t)pa_dtype_size(t->dtype) : 1;
+    int64_t bytes;
+    if (!pa_mul_ok(storage, esize, &bytes)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s storage shape %s is too large to address", api, name,
+                       pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
+    }
+    if (empty) return ACLNN_SUCCESS; /* no element is addressed */
+    /* last < storage below also bounds the byte extent by `bytes` */
+    int64_t last = t->offset; /* element index of the farthest element */
+    for (int32_t i = 0; i < t->ndim; i++) {
+        int64_t span;
+        if (t->dims[i] == 1) continue; /* a size-1 dim may carry any stride */
+        if (!pa_mul_ok(t->dims[i] - 1, t->strides[i], &span) || __builtin_add_overflow(last, span, &last)) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: %s view (shape %s, strides %s, offset %lld) overflows the address range", api, name,
+                           pa_shape_str(t->dims, t->ndim, sh, sizeof sh),
+                           pa_shape_str(t->strides, t->ndim, st, sizeof st), (long long)t->offset);
+        }
+    }
+    if (last >= storage) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: %s view (shape %s, strides %s, offset %lld) reaches element %lld, past its storage of "
+                       "%lld elements (storage shape %s)",
+                       api, name, pa_shape_str(t->dims, t->ndim, sh, sizeof sh),
+                       pa_shape_str(t->strides, t->ndim, st, sizeof st), (long long)t->offset, (long long)last,
+                       (long long)storage, pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
+    }
+    return ACLNN_SUCCESS;
 }
 
 /* Row-major contiguous: every dim of size > 1 has the stride of the dims after it

@@ -1,104 +1,14 @@
-/* "Device" and pinned-host memory: host allocations tracked in two pointer
- * tables, so aclrtFree / aclrtFreeHost can reject unknown pointers and double
- * frees with a message instead of corrupting the heap. Copies and fills are
- * plain memmove / memset; the async variants run them on a stream. */
+/* "Device" and pinned-host memory, and host ranges registered for device use.
+ * Every block and range is in the memory registry (pa_memreg.h), so aclrtFree /
+ * aclrtFreeHost reject unknown pointers and double frees with a message, and
+ * launches can check tensor addresses. Copies and fills are plain memmove /
+ * memset; the async variants run them on a stream. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "runtime/pa_memreg.h"
 #include "runtime/pa_runtime_internal.h"
-
-/* ---------------------------------------------------------------------------
- * Pointer table: open addressing, linear probing, tombstones.
- * ------------------------------------------------------------------------- */
-
-#define SLOT_EMPTY ((uintptr_t)0)
-#define SLOT_TOMB ((uintptr_t)1)
-
-typedef struct {
-    uintptr_t key;
-    size_t size;
-} ptr_slot;
-
-typedef struct {
-    pthread_mutex_t mu;
-    ptr_slot *slots;
-    size_t cap;   /* power of two (0 before first use) */
-    size_t live;  /* keys present */
-    size_t tombs; /* tombstones */
-} ptr_table;
-
-static ptr_table g_dev_table = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
-static ptr_table g_host_table = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
-
-static size_t slot_hash(uintptr_t key, size_t cap) {
-    uint64_t h = (uint64_t)key >> 4;
-    h *= 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-    return (size_t)h & (cap - 1);
-}
-
-/* Caller holds t->mu. Rebuilds the table with `ncap` slots. */
-static bool table_rehash(ptr_table *t, size_t ncap) {
-    ptr_slot *ns = calloc(ncap, sizeof *ns);
-    if (ns == NULL) return false;
-    for (size_t i = 0; i < t->cap; i++) {
-        uintptr_t k = t->slots[i].key;
-        if (k == SLOT_EMPTY || k == SLOT_TOMB) continue;
-        size_t j = slot_hash(k, ncap);
-        while (ns[j].key != SLOT_EMPTY) j = (j + 1) & (ncap - 1);
-        ns[j] = t->slots[i];
-    }
-    free(t->slots);
-    t->slots = ns;
-    t->cap = ncap;
-    t->tombs = 0;
-    return true;
-}
-
-static bool table_insert(ptr_table *t, void *p, size_t size) {
-    uintptr_t key = (uintptr_t)p;
-    bool ok = true;
-    pthread_mutex_lock(&t->mu);
-    if ((t->live + t->tombs + 1) * 2 > t->cap) {
-        size_t ncap = t->cap ? t->cap : 1024;
-        while ((t->live + 1) * 4 > ncap) ncap *= 2; /* load <= 1/4 right after a rebuild */
-        ok = table_rehash(t, ncap);
-    }
-    if (ok) {
-        size_t j = slot_hash(key, t->cap);
-        while (t->slots[j].key != SLOT_EMPTY && t->slots[j].key != SLOT_TOMB) j = (j + 1) & (t->cap - 1);
-        if (t->slots[j].key == SLOT_TOMB) t->tombs--;
-        t->slots[j].key = key;
-        t->slots[j].size = size;
-        t->live++;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return ok;
-}
-
-/* Removes p; returns false if it is not in the table. */
-static bool table_remove(ptr_table *t, const void *p) {
-    uintptr_t key = (uintptr_t)p;
-    bool found = false;
-    pthread_mutex_lock(&t->mu);
-    if (t->cap != 0 && key != SLOT_EMPTY && key != SLOT_TOMB) {
-        size_t j = slot_hash(key, t->cap);
-        while (t->slots[j].key != SLOT_EMPTY) {
-            if (t->slots[j].key == key) {
-                t->slots[j].key = SLOT_TOMB;
-                t->slots[j].size = 0;
-                t->live--;
-                t->tombs++;
-                found = true;
-                break;
-            }
-            j = (j + 1) & (t->cap - 1);
-        }
-    }
-    pthread_mutex_unlock(&t->mu);
-    return found;
-}
 
 /* ---------------------------------------------------------------------------
  * Allocation
@@ -155,7 +65,7 @@ static aclError dev_alloc(const char *api, void **devPtr, size_t size, bool alig
     }
     pthread_once(&g_poison_once, poison_init);
     if (g_poison) memset(p, 0xFF, bytes);
-    if (!table_insert(&g_dev_table, p, bytes)) {
+    if (!pa_memreg_add((uintptr_t)p, bytes, PA_MEM_DEVICE, NULL)) {
         pa_free_aligned(p);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the allocation table", api);
     }
@@ -179,7 +89,7 @@ PA_API aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPoli
  * returned (device memory survives aclrtResetDevice in the emulation). */
 PA_API aclError aclrtFree(void *devPtr) {
     if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be NULL");
-    if (!table_remove(&g_dev_table, devPtr)) {
+    if (!pa_memreg_remove((uintptr_t)devPtr, PA_MEM_DEVICE, NULL)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtFree: pointer %p is not a live device allocation (double free?)", devPtr);
     }
@@ -197,7 +107,7 @@ PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMallocHost: out of memory allocating %zu bytes",
                           size);
     }
-    if (!table_insert(&g_host_table, p, size)) {
+    if (!pa_memreg_add((uintptr_t)p, size, PA_MEM_HOST, NULL)) {
         pa_free_aligned(p);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "aclrtMallocHost: out of host memory for the allocation table");
@@ -208,12 +118,55 @@ PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
 
 PA_API aclError aclrtFreeHost(void *hostPtr) {
     if (hostPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be NULL");
-    if (!table_remove(&g_host_table, hostPtr)) {
+    if (!pa_memreg_remove((uintptr_t)hostPtr, PA_MEM_HOST, NULL)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtFreeHost: pointer %p is not a live aclrtMallocHost allocation (double free?)",
                           hostPtr);
     }
     pa_free_aligned(hostPtr);
+    return ACL_SUCCESS;
+}
+
+/* Host memory made usable by kernels. On the CPU the device address is the
+ * host address itself (as CANN gives for memory allocated with the VA flag),
+ * and any alignment is accepted (CANN asks for 4 KiB-aligned ptr). */
+PA_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr) {
+    const char *api = "aclrtHostRegister";
+    if (ptr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: ptr must not be NULL", api);
+    if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: devPtr must not be NULL", api);
+    if (size == 0 || size > SIZE_MAX) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: size must be in (0, SIZE_MAX], got %llu", api,
+                          (unsigned long long)size);
+    }
+    if (type != ACL_HOST_REGISTER_MAPPED) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: type must be ACL_HOST_REGISTER_MAPPED (0), got %d", api,
+                          (int)type);
+    }
+    aclError rc = pa_rt_require_device(api);
+    if (rc != ACL_SUCCESS) return rc;
+    pa_mem_range clash;
+    if (!pa_memreg_add((uintptr_t)ptr, (size_t)size, PA_MEM_HOST_REGISTERED, &clash)) {
+        if (clash.size == 0) {
+            if ((uintptr_t)ptr > UINTPTR_MAX - ((size_t)size - 1)) {
+                return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: [%p, +%llu) wraps around the address space", api,
+                                  ptr, (unsigned long long)size);
+            }
+            return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the range table", api);
+        }
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: [%p, +%llu) overlaps the %s [%p, +%zu)", api, ptr,
+                          (unsigned long long)size, pa_mem_kind_name(clash.kind), (void *)clash.base, clash.size);
+    }
+    *devPtr = ptr;
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtHostUnregister(void *ptr) {
+    if (ptr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtHostUnregister: ptr must not be NULL");
+    if (!pa_memreg_remove((uintptr_t)ptr, PA_MEM_HOST_REGISTERED, NULL)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtHostUnregister: %p is not the start of a range registered with aclrtHostRegister",
+                          ptr);
+    }
     return ACL_SUCCESS;
 }
 

@@ -443,12 +443,13 @@ static vcase vbase(void) {
 static int vrun(const vcase *c) {
     int64_t gst[4] = {c->g[1] * c->g[2] * c->g[3], c->g[2] * c->g[3], c->g[3], 1};
     if (c->gstride3) gst[3] = c->gstride3;
+    const int64_t sd[1] = {(int64_t)1 << 40}; /* validation only: storage large enough for every view */
     aclTensor *g = aclCreateTensor(c->g, (uint64_t)c->ndim_g, c->gdt, c->ndim_g == 4 ? gst : NULL, c->goffset,
-                                   c->gf, NULL, 0, NULL);
-    aclTensor *y = aclCreateTensor(c->y, (uint64_t)c->ndim_y, c->ydt, NULL, 0, c->yf, NULL, 0, NULL);
-    aclTensor *m = aclCreateTensor(c->m, (uint64_t)c->ndim_m, c->mdt, NULL, 0, c->mf, NULL, 0, NULL);
+                                   c->gf, sd, 1, NULL);
+    aclTensor *y = aclCreateTensor(c->y, (uint64_t)c->ndim_y, c->ydt, NULL, 0, c->yf, sd, 1, NULL);
+    aclTensor *m = aclCreateTensor(c->m, (uint64_t)c->ndim_m, c->mdt, NULL, 0, c->mf, sd, 1, NULL);
     aclTensor *o = aclCreateTensor(c->o, (uint64_t)c->ndim_o, c->odt, c->ostride[3] ? c->ostride : NULL, 0, c->of,
-                                   NULL, 0, NULL);
+                                   sd, 1, NULL);
     CHECK(g && y && m && o);
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;

@@ -13,6 +13,7 @@
 #include "runtime/event.c"
 #include "runtime/init.c"
 #include "runtime/memory.c"
+#include "runtime/memreg.c"
 #include "runtime/stream.c"
 #include "runtime/threadpool.c"
 

@@ -137,7 +137,7 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGradGetWorkspaceSize(
     p.dk = pa_tview_of(dkOut);
     p.dv = pa_tview_of(dvOut);
     p.sparse_mode = (int32_t)sparseMode;
-    p.scale = (float)scaleValue;
+    p.scale = pa_scale_to_f32(scaleValue);
     p.T1 = sh.T1;
     p.T2 = sh.T2;
     p.N1 = sh.N1;

@@ -19,7 +19,11 @@
 #include "ops/nsa_selected_attention_grad/nsa_sag.h"
 #include "runtime/pa_threadpool.h"
 
-const pa_op_def nsa_sag_op_def = {NSA_SAG_RUN_API, nsa_sag_run};
+static const char *const nsa_sag_in_names[] = {"query",      "key",        "value",
+                                               "attentionOut", "attentionOutGrad", "softmaxMax",
+                                               "softmaxSum", "topkIndices", "attenMaskOptional"};
+static const char *const nsa_sag_out_names[] = {"dqOut", "dkOut", "dvOut"};
+const pa_op_def nsa_sag_op_def = {NSA_SAG_RUN_API, nsa_sag_run, nsa_sag_in_names, nsa_sag_out_names};
 
 PA_API aclnnStatus aclnnNsaSelectedAttentionGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                                  aclrtStream stream) {

@@ -15,7 +15,7 @@ static bool relaxed_mode(void) {
 
 static bool is_half(aclDataType dt) { return dt == ACL_FLOAT16 || dt == ACL_BF16; }
 
-/* Handle validity, plain format, rank, non-negative dims and strides. */
+/* Handle validity, plain format, rank, and the shared view rules. */
 static int check_tensor(const aclTensor *t, const char *name, int32_t rank) {
     if (!pa_tensor_is_valid(t)) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s is not a valid aclTensor", API, name);
@@ -29,20 +29,7 @@ static int check_tensor(const aclTensor *t, const char *name, int32_t rank) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be %d-D, got %d-D %s", API, name, (int)rank,
                        (int)t->ndim, pa_shape_str(t->dims, t->ndim, buf, sizeof buf));
     }
-    for (int32_t i = 0; i < t->ndim; i++) {
-        if (t->dims[i] < 0) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s has a negative dimension", API, name);
-        }
-        if (t->strides[i] < 0) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have non-negative strides, got %lld in dim %d",
-                           API, name, (long long)t->strides[i], (int)i);
-        }
-    }
-    if (t->offset < 0) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have a non-negative offset, got %lld", API, name,
-                       (long long)t->offset);
-    }
-    return ACLNN_SUCCESS;
+    return pa_tensor_check_view(API, name, t);
 }
 
 /* True when two elements of t may share an address: with the dims of size > 1

@@ -2,8 +2,6 @@
  *   out = mask ? 0 : scale * (g*y - sum(g*y, last dim) * y), in fp32.
  * The kernel (dtype x ISA tier) is chosen when the plan is made; rows are
  * independent, so results are bitwise identical for any thread count. */
-#include <float.h>
-#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -24,17 +22,6 @@ static void run_rows(void *ctx, int64_t begin, int64_t end) {
 static int smsb_run(const void *plan, void *workspace, uint64_t workspace_size) {
     PA_UNUSED(workspace), PA_UNUSED(workspace_size);
     const pa_smsb_plan *p = plan;
-    const struct { const char *name; const pa_tview *v; } views[] = {
-        {"gradOutput", &p->g}, {"y", &p->y}, {"mask", &p->mask}, {"out", &p->out},
-    };
-    for (size_t i = 0; i < 4; i++) {
-        if (views[i].v->base == NULL) {
-            return pa_fail(ACLNN_ERR_RUNTIME_ERROR,
-                           PA_SMSB_API ": %s has no device address (its data pointer is NULL); give one in "
-                           "aclCreateTensor or with aclSetInputTensorAddr / aclSetOutputTensorAddr",
-                           views[i].name);
-        }
-    }
     smsb_ctx c;
     c.fn = p->fn;
     c.args.g = pa_tview_ptr(&p->g);
@@ -57,19 +44,9 @@ static int smsb_run(const void *plan, void *workspace, uint64_t workspace_size) 
     return ACLNN_SUCCESS;
 }
 
-static const pa_op_def smsb_op = {PA_SMSB_API, smsb_run};
-
-/* double -> float with round-to-nearest and overflow to +-inf, spelled out so no
- * out-of-range conversion happens. */
-static float scale_to_f32(double d) {
-    if (isnan(d)) return NAN;
-    const double tie = 0x1.ffffffp127; /* halfway between FLT_MAX and 2^128: rounds to inf */
-    if (d >= tie) return INFINITY;
-    if (d <= -tie) return -INFINITY;
-    if (d > FLT_MAX) return FLT_MAX;
-    if (d < -FLT_MAX) return -FLT_MAX;
-    return (float)d;
-}
+static const char *const smsb_in_names[] = {"gradOutput", "y", "mask"};
+static const char *const smsb_out_names[] = {"out"};
+static const pa_op_def smsb_op = {PA_SMSB_API, smsb_run, smsb_in_names, smsb_out_names};
 
 PA_API aclnnStatus aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *y,
                                                                    const aclTensor *mask, double scale,
@@ -85,7 +62,7 @@ PA_API aclnnStatus aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const aclTen
     plan.y = pa_tview_of(y);
     plan.mask = pa_tview_of(mask);
     plan.out = pa_tview_of(out);
-    plan.scale = scale_to_f32(scale);
+    plan.scale = pa_scale_to_f32(scale);
     plan.grain = pa_smsb_grain(gradOutput->dtype, gradOutput->dims[3]);
     plan.stream_out = pa_smsb_stream_out(pa_tensor_numel(out) * (int64_t)pa_dtype_size(out->dtype));
     plan.fn = pa_smsb_select(gradOutput->dtype, pa_cpu_isa());

@@ -1,5 +1,5 @@
 /* aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize argument checks, in order:
- * NULLs, dtypes, formats, ranks and shapes, sizes, strides, out contiguity,
+ * NULLs, dtypes, formats, ranks and shapes, sizes, views, out contiguity,
  * fixTriuMask. Every message names the parameter, what was expected and what
  * was given. */
 #include "ops/scaled_masked_softmax_backward/smsb.h"
@@ -40,32 +40,6 @@ static bool same_shape(const aclTensor *a, const aclTensor *b) {
         if (a->dims[i] != b->dims[i]) return false;
     }
     return true;
-}
-
-/* Non-negative offset and strides, and the farthest element addressable in int64. */
-static int check_layout(const char *name, const aclTensor *t) {
-    char s[160];
-    if (t->offset < 0) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, PA_SMSB_WS_API ": %s view offset must be >= 0, got %lld", name,
-                       (long long)t->offset);
-    }
-    int64_t last = t->offset;
-    for (int i = 0; i < 4; i++) {
-        if (t->strides[i] < 0) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, PA_SMSB_WS_API ": %s strides must be non-negative, got %s", name,
-                           pa_shape_str(t->strides, 4, s, sizeof s));
-        }
-        int64_t span;
-        if (!pa_mul_ok(t->dims[i] - 1, t->strides[i], &span) || __builtin_add_overflow(last, span, &last)) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, PA_SMSB_WS_API ": %s strides %s overflow the address range",
-                           name, pa_shape_str(t->strides, 4, s, sizeof s));
-        }
-    }
-    int64_t bytes;
-    if (!pa_mul_ok(last + 1, (int64_t)pa_dtype_size(t->dtype), &bytes)) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, PA_SMSB_WS_API ": %s is too large to address", name);
-    }
-    return 0;
 }
 
 aclnnStatus pa_smsb_validate(const aclTensor *g, const aclTensor *y, const aclTensor *mask, bool fixTriuMask,
@@ -147,9 +121,9 @@ aclnnStatus pa_smsb_validate(const aclTensor *g, const aclTensor *y, const aclTe
                        SHAPE(g, s1));
     }
 
-    /* 6. layouts: non-negative offsets / strides (inputs may be non-contiguous) */
+    /* 6. views inside their storage (inputs may be non-contiguous) */
     for (size_t i = 0; i < 4; i++) {
-        if ((rc = check_layout(ts[i].name, ts[i].t)) != 0) return rc;
+        if ((rc = pa_tensor_check_view(PA_SMSB_WS_API, ts[i].name, ts[i].t)) != 0) return rc;
     }
 
     /* 7. out must be contiguous (an offset is fine) */
