@@ -9,6 +9,7 @@ slice therefore stays a strided aclTensor instead of being made contiguous.
 import ml_dtypes
 import numpy as np
 
+from ._args import MAX_DIMS
 from ._errors import AclError, check, get_recent_err_msg
 from ._ffi import ffi, lib
 from .runtime import DeviceBuffer, ensure_initialized
@@ -186,6 +187,8 @@ class Tensor:
         self.offset = int(offset)
         self.storage_shape = tuple(storage_shape)
         self.format = lib.ACL_FORMAT_ND if format is None else int(format)
+        if len(self.shape) > MAX_DIMS:
+            raise ValueError("an aclTensor holds at most %d dims, got shape %r" % (MAX_DIMS, self.shape))
         dims = ffi.new("int64_t[]", self.shape or [0])
         strd = ffi.new("int64_t[]", self.strides or [0])
         storage = ffi.new("int64_t[]", self.storage_shape or [0])
