@@ -1,18 +1,21 @@
 /* Argument fuzzer for both ops: random (often malformed) tensors and attributes
  * into GetWorkspaceSize and, when accepted, launch + synchronize.
  *
- *   fuzz_ops [--seed S] [--cases N] [--first I] [--verbose] [--no-fork]
+ *   fuzz_ops [--seed S] [--cases N] [--first I] [--verbose] [--no-fork] [--avoid KIND,...]
  *
  * Case i draws everything from its own generator (seed, i), so `--first i
  * --cases 1 --verbose` replays one case. By default the cases run in a child
  * process; if it dies (a crash, or a sanitizer report), the parent records the
- * case and restarts a child at the next case.
+ * case and restarts a child at the next case. --avoid leaves out tensor
+ * malformations (e.g. one whose bug is still open) without changing the
+ * other cases' draws.
  *
  * Data pointers are always memory this program owns (aclrtMalloc, sized from
  * the storage dims it declares), except in the cases that deliberately test bad
  * addresses (NULL data, an allocation smaller than the declared storage, a
  * pointer into the middle of an allocation); those are tagged so that a launch
- * that reads or writes outside the allocation and still succeeds is counted.
+ * that reads or writes outside the allocation (its size rounded up to 32 bytes
+ * plus 32, as aclrtMalloc documents) and still succeeds is counted.
  *
  * Exit status 0 iff: no crash, no accepted view reaching past its declared
  * storage, and no successful launch on a tensor whose view leaves its memory. */
@@ -153,9 +156,17 @@ static void td_init(rng_t *r, tdesc *d, const char *name, aclDataType dt, int nd
 
 static const char *g_mutation;
 
+/* Tensor malformations by id (for --avoid), in td_mutate's order. */
+static const char *const g_kinds[] = {"null-tensor", "null-data", "short-alloc", "inside-pointer", "dtype",
+                                      "format", "rank", "dim", "stride", "transpose", "offset", "storage",
+                                      "null-array", "destroy-twice"};
+#define NKINDS ((int)(sizeof g_kinds / sizeof g_kinds[0]))
+static bool g_avoid[NKINDS];
+
 /* One malformation of the description. */
 static void td_mutate(rng_t *r, tdesc *d) {
-    const int k = (int)rnd(r, 0, 13);
+    const int k = (int)rnd(r, 0, NKINDS - 1);
+    if (g_avoid[k]) return;
     const int nd = d->ndim > 0 ? (int)d->ndim : 1;
     const int i = (int)rnd(r, 0, nd - 1);
     switch (k) {
@@ -192,7 +203,7 @@ static void td_mutate(rng_t *r, tdesc *d) {
         break;
     case 7: d->dims[i] = chance(r, 500) ? rnd(r, 0, 2) : wild_int(r); g_mutation = "dim"; break;
     case 8:
-        d->strides[i] = chance(r, 300) ? -d->strides[i] : wild_int(r);
+        d->strides[i] = chance(r, 300) ? (d->strides[i] == INT64_MIN ? INT64_MAX : -d->strides[i]) : wild_int(r);
         if (chance(r, 300)) d->dims[i] = rnd(r, 1, 3);
         g_mutation = "stride";
         break;
@@ -205,7 +216,14 @@ static void td_mutate(rng_t *r, tdesc *d) {
         }
         g_mutation = "transposed strides";
         break;
-    case 10: d->offset = chance(r, 500) ? d->offset + rnd(r, -3, 3) : wild_int(r); g_mutation = "offset"; break;
+    case 10:
+        if (chance(r, 500)) {
+            if (__builtin_add_overflow(d->offset, rnd(r, -3, 3), &d->offset)) d->offset = INT64_MIN;
+        } else {
+            d->offset = wild_int(r);
+        }
+        g_mutation = "offset";
+        break;
     case 11: /* storage: too small, empty, negative, huge, overflowing */
         if (chance(r, 400)) {
             d->storage[0] = d->storage[0] > 0 ? d->storage[0] - rnd(r, 1, d->storage[0]) : 0;
@@ -284,8 +302,10 @@ static bool td_build(rng_t *r, tdesc *d) {
         if (skip >= d->alloc_bytes) skip = d->alloc_bytes - es;
         d->data = (char *)d->alloc + skip;
     }
-    /* does the view leave the memory at d->data? */
-    const __int128 avail = d->data == NULL ? 0 : (__int128)(d->alloc_bytes - skip);
+    /* does the view leave the memory at d->data? aclrtMalloc gives the size
+     * rounded up to 32 bytes plus 32 (as CANN documents), all of it usable */
+    const size_t usable = ((d->alloc_bytes + 31) & ~(size_t)31) + 32;
+    const __int128 avail = d->data == NULL ? 0 : (__int128)(usable - skip);
     d->bad_addr = d->has_elems && (lo < 0 || (hi + 1) * (__int128)es > avail);
 
     /* contents */
@@ -676,8 +696,23 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--first") == 0 && i + 1 < argc) first = strtoll(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--verbose") == 0) g_verbose = true;
         else if (strcmp(argv[i], "--no-fork") == 0) fork_mode = false;
-        else {
-            fprintf(stderr, "usage: %s [--seed S] [--cases N] [--first I] [--verbose] [--no-fork]\n", argv[0]);
+        else if (strcmp(argv[i], "--avoid") == 0 && i + 1 < argc) {
+            char *list = argv[++i];
+            for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ",")) {
+                int k = 0;
+                while (k < NKINDS && strcmp(g_kinds[k], tok) != 0) k++;
+                if (k == NKINDS) {
+                    fprintf(stderr, "fuzz_ops: unknown kind '%s' for --avoid\n", tok);
+                    return 2;
+                }
+                g_avoid[k] = true;
+            }
+        } else {
+            fprintf(stderr,
+                    "usage: %s [--seed S] [--cases N] [--first I] [--verbose] [--no-fork] [--avoid KIND,...]\n"
+                    "KIND: null-tensor null-data short-alloc inside-pointer dtype format rank dim stride transpose\n"
+                    "      offset storage null-array destroy-twice (tensor malformations never to apply)\n",
+                    argv[0]);
             return 2;
         }
     }

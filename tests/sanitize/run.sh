@@ -11,7 +11,8 @@
 #
 # BUILD_ROOT (default: a temporary directory, removed at the end) receives
 # build-address/ and build-thread/. Environment:
-#   FUZZ_CASES (default 20000), FUZZ_SEED (default 1), STRESS_ITERATIONS (default 20),
+#   FUZZ_CASES (default 50000), FUZZ_SEED (default 1), STRESS_ITERATIONS (default 200),
+#   FUZZ_AVOID (malformations fuzz_ops leaves out, e.g. "destroy-twice"; default none),
 #   CC / CXX (default gcc / g++).
 # Exits non-zero if any step fails or any sanitizer reports anything.
 set -u
@@ -82,8 +83,10 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
         step "C suites (ASan+UBSan)" "$OUT/c-suites.log" \
             env PA_TEST_CFLAGS="$ASAN_FLAGS" CC="$CC" bash "$ROOT/tests/c/run_c_tests.sh" "$LIB"
 
-        # 2. the vendor samples, unchanged. They leak their host buffers on purpose-free
-        # exit paths (not the library's memory), so leak detection is off for them.
+        # 2. the vendor samples, unchanged. Leaks are checked, except of objects the
+        # library handed to the sample (vendor_samples.supp: some samples never free
+        # them). UBSan cannot see the NSA forward sample's printf("%f") of a half
+        # value (a sample bug, not the library's); it is not reported.
         mkdir -p "$OUT/samples"
         for src in "$SAMPLES"/*.cpp "$SAMPLES"/forward/*.cpp; do
             [ -e "$src" ] || continue
@@ -98,8 +101,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
             step "sample $name (build)" "$OUT/samples/$name.build.log" \
                 "$CXX" $ASAN_FLAGS "$src" -o "$exe" $(link_line "$LIB")
             [ -x "$exe" ] || continue
-            step "sample $name (ASan+UBSan, leaks not checked)" "$OUT/samples/$name.log" \
-                run_in "$OUT/samples" env ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" "$exe"
+            step "sample $name (ASan+UBSan+LSan)" "$OUT/samples/$name.log" \
+                run_in "$OUT/samples" env LSAN_OPTIONS="suppressions=$ROOT/tests/sanitize/vendor_samples.supp" "$exe"
         done
 
         # 3. fuzz smoke
@@ -108,8 +111,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
             "$CC" -std=c11 -Wall -Wextra -Werror $ASAN_FLAGS "$ROOT/tests/fuzz/fuzz_ops.c" -o "$OUT/fuzz_ops" \
             $(link_line "$LIB")
         if [ -x "$OUT/fuzz_ops" ]; then
-            step "fuzz_ops --seed ${FUZZ_SEED:-1} --cases ${FUZZ_CASES:-20000} (ASan+UBSan)" "$OUT/fuzz.log" \
-                "$OUT/fuzz_ops" --seed "${FUZZ_SEED:-1}" --cases "${FUZZ_CASES:-20000}"
+            step "fuzz_ops --seed ${FUZZ_SEED:-1} --cases ${FUZZ_CASES:-50000} (ASan+UBSan)" "$OUT/fuzz.log" \
+                "$OUT/fuzz_ops" --seed "${FUZZ_SEED:-1}" --cases "${FUZZ_CASES:-50000}" ${FUZZ_AVOID:+--avoid "$FUZZ_AVOID"}
             grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 6
         fi
     fi
@@ -124,8 +127,9 @@ if [ -z "$ONLY" ] || [ "$ONLY" = tsan ]; then
             "$CC" -std=c11 -Wall -Wextra -Werror $TSAN_FLAGS "$ROOT/tests/sanitize/stress_streams.c" \
             -o "$OUT/stress_streams" $(link_line "$LIB")
         if [ -x "$OUT/stress_streams" ]; then
-            step "stress_streams ${STRESS_ITERATIONS:-20} (TSan)" "$OUT/stress.log" \
-                "$OUT/stress_streams" "${STRESS_ITERATIONS:-20}"
+            # more kernel threads than CPUs, so the pool's workers interleave too
+            step "stress_streams ${STRESS_ITERATIONS:-200} (TSan)" "$OUT/stress.log" \
+                env PYACLNN_NUM_THREADS=3 "$OUT/stress_streams" "${STRESS_ITERATIONS:-200}"
             tail -n 1 "$OUT/stress.log"
         fi
     fi
