@@ -63,4 +63,5 @@ def test_asan_ubsan_c_suites_samples_and_fuzz(tools, tmp_path):
 
 def test_tsan_multi_thread_multi_stream_stress(tools, tmp_path):
     out = run_script("tsan", tmp_path)
+    assert "PASS  C suites (TSan)" in out
     assert "results bitwise equal to the single-thread run" in out

@@ -417,6 +417,7 @@ static void after_accept(rng_t *r, int64_t idx, const case_t *c, aclOpExecutor *
         aclDestroyAclOpExecutor(ex); /* never run it: it would touch memory we do not own */
         return;
     }
+    if (g_verbose) report_case(idx, c, "accepted", 0);
     if (chance(r, 80) || ws > MAX_WORKSPACE) {
         aclDestroyAclOpExecutor(ex);
         return;
@@ -474,10 +475,9 @@ static void after_accept(rng_t *r, int64_t idx, const case_t *c, aclOpExecutor *
 
 static void gws_status(int64_t idx, const case_t *c, aclnnStatus st) {
     g_c->gws_rejected++;
-    if (st != ACLNN_ERR_PARAM_NULLPTR && st != ACLNN_ERR_PARAM_INVALID) {
-        g_c->odd_status++;
-        if (g_verbose) report_case(idx, c, "unusual GetWorkspaceSize status", st);
-    }
+    const bool odd = st != ACLNN_ERR_PARAM_NULLPTR && st != ACLNN_ERR_PARAM_INVALID;
+    g_c->odd_status += odd;
+    if (g_verbose) report_case(idx, c, odd ? "unusual GetWorkspaceSize status" : "rejected", st);
 }
 
 static void case_smsb(rng_t *r, int64_t idx, aclrtStream stream) {

@@ -7,7 +7,8 @@
 #   the C suites (tests/c/), the vendor samples in ../shared/samples (compiled
 #   unchanged; the forward samples only when their header is in include/), and
 #   a fuzz smoke run of tests/fuzz/fuzz_ops.c.
-# thread variant (-DPA_SANITIZE=thread: TSan): tests/sanitize/stress_streams.c.
+# thread variant (-DPA_SANITIZE=thread: TSan): the C suites and
+#   tests/sanitize/stress_streams.c (4 threads, a stream each, both ops, events).
 #
 # BUILD_ROOT (default: a temporary directory, removed at the end) receives
 # build-address/ and build-thread/. Environment:
@@ -122,6 +123,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = tsan ]; then
     LIB="$OUT/build-thread"
     step "build (thread)" "$OUT/build-thread.log" build thread
     if [ -e "$LIB/libascendcl.so" ]; then
+        step "C suites (TSan)" "$OUT/c-suites-tsan.log" \
+            env PA_TEST_CFLAGS="$TSAN_FLAGS" CC="$CC" bash "$ROOT/tests/c/run_c_tests.sh" "$LIB"
         # shellcheck disable=SC2046
         step "stress_streams (build)" "$OUT/stress-build.log" \
             "$CC" -std=c11 -Wall -Wextra -Werror $TSAN_FLAGS "$ROOT/tests/sanitize/stress_streams.c" \
