@@ -4,6 +4,7 @@
 
 #include "common/pa_common.h"
 #include "cpu/pa_cpu.h"
+#include "meta/pa_handles.h"
 #include "pyaclnn/pyaclnn_ext.h"
 #include "runtime/pa_memreg.h"
 #include "runtime/pa_threadpool.h"
@@ -48,4 +49,9 @@ PA_API uint64_t pyaclnnCountMemRanges(int32_t kind, uint64_t *bytes) {
     if (kind >= 0 && kind < (int32_t)PA_MEM_KIND_COUNT) n = pa_memreg_count((pa_mem_kind)kind, &total);
     if (bytes != NULL) *bytes = total;
     return n;
+}
+
+PA_API uint64_t pyaclnnCountHandles(int32_t kind) {
+    if (kind < 0 || kind > (int32_t)PA_HANDLE_SCALAR_LIST) return 0;
+    return pa_handles_count((pa_handle_kind)kind);
 }

@@ -2,6 +2,7 @@
  * Creation copies the caller's data; lists own their elements. */
 #include "meta/pa_tensor.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,6 @@ PA_API aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
     }
     aclScalar s;
     memset(&s, 0, sizeof s);
-    s.magic = PA_SCALAR_MAGIC;
     s.dtype = dataType;
     switch (dataType) {
     case ACL_FLOAT: { float v; memcpy(&v, value, sizeof v); s.v.f = v; break; }
@@ -46,21 +46,33 @@ PA_API aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
         return NULL;
     }
     *p = s;
+    if (!pa_handle_register(p, PA_HANDLE_SCALAR)) {
+        free(p);
+        pa_set_errmsg("aclCreateScalar: out of host memory for the handle registry");
+        return NULL;
+    }
     return p;
 }
 
 PA_API aclnnStatus aclDestroyScalar(const aclScalar *scalar) {
     if (scalar == NULL) return ACLNN_SUCCESS;
-    if (scalar->magic != PA_SCALAR_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyScalar: not a live aclScalar (destroyed twice?)");
-    }
-    aclScalar *s = (aclScalar *)scalar;
-    s->magic = 0;
-    free(s);
+    int rc = pa_handle_take("aclDestroyScalar", "scalar", scalar, PA_HANDLE_SCALAR);
+    if (rc != 0) return rc;
+    pa_handle_retire((aclScalar *)scalar, PA_HANDLE_SCALAR);
     return ACLNN_SUCCESS;
 }
 
 /* ---- value arrays ---- */
+
+/* Enters a new handle h (whose owned buffer is owned) in the registry; on
+ * failure frees both and returns NULL with a message naming api. */
+static void *register_or_free(void *h, void *owned, pa_handle_kind kind, const char *api) {
+    if (pa_handle_register(h, kind)) return h;
+    free(owned);
+    free(h);
+    pa_set_errmsg("%s: out of host memory for the handle registry", api);
+    return NULL;
+}
 
 /* malloc(n * elem) with at least one element, NULL on overflow / OOM. */
 static void *alloc_array(uint64_t n, size_t elem) {
@@ -82,10 +94,9 @@ PA_API aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
         return NULL;
     }
     if (size > 0) memcpy(v, value, (size_t)size * sizeof(int64_t));
-    a->magic = PA_INT_ARRAY_MAGIC;
     a->size = size;
     a->values = v;
-    return a;
+    return register_or_free(a, v, PA_HANDLE_INT_ARRAY, "aclCreateIntArray");
 }
 
 PA_API aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size) {
@@ -102,10 +113,9 @@ PA_API aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size) {
         return NULL;
     }
     if (size > 0) memcpy(v, value, (size_t)size * sizeof(float));
-    a->magic = PA_FLOAT_ARRAY_MAGIC;
     a->size = size;
     a->values = v;
-    return a;
+    return register_or_free(a, v, PA_HANDLE_FLOAT_ARRAY, "aclCreateFloatArray");
 }
 
 PA_API aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size) {
@@ -124,54 +134,58 @@ PA_API aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size) {
     /* read the bytes (any nonzero byte is true), so a stray value is not read as bool */
     const unsigned char *src = (const unsigned char *)value;
     for (uint64_t i = 0; i < size; i++) v[i] = src[i * sizeof(bool)] != 0;
-    a->magic = PA_BOOL_ARRAY_MAGIC;
     a->size = size;
     a->values = v;
-    return a;
+    return register_or_free(a, v, PA_HANDLE_BOOL_ARRAY, "aclCreateBoolArray");
 }
 
 PA_API aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
     if (array == NULL) return ACLNN_SUCCESS;
-    if (array->magic != PA_INT_ARRAY_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyIntArray: not a live aclIntArray (destroyed twice?)");
-    }
+    int rc = pa_handle_take("aclDestroyIntArray", "array", array, PA_HANDLE_INT_ARRAY);
+    if (rc != 0) return rc;
     aclIntArray *a = (aclIntArray *)array;
-    a->magic = 0;
     free(a->values);
-    free(a);
+    pa_handle_retire(a, PA_HANDLE_INT_ARRAY);
     return ACLNN_SUCCESS;
 }
 
 PA_API aclnnStatus aclDestroyFloatArray(const aclFloatArray *array) {
     if (array == NULL) return ACLNN_SUCCESS;
-    if (array->magic != PA_FLOAT_ARRAY_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyFloatArray: not a live aclFloatArray (destroyed twice?)");
-    }
+    int rc = pa_handle_take("aclDestroyFloatArray", "array", array, PA_HANDLE_FLOAT_ARRAY);
+    if (rc != 0) return rc;
     aclFloatArray *a = (aclFloatArray *)array;
-    a->magic = 0;
     free(a->values);
-    free(a);
+    pa_handle_retire(a, PA_HANDLE_FLOAT_ARRAY);
     return ACLNN_SUCCESS;
 }
 
 PA_API aclnnStatus aclDestroyBoolArray(const aclBoolArray *array) {
     if (array == NULL) return ACLNN_SUCCESS;
-    if (array->magic != PA_BOOL_ARRAY_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyBoolArray: not a live aclBoolArray (destroyed twice?)");
-    }
+    int rc = pa_handle_take("aclDestroyBoolArray", "array", array, PA_HANDLE_BOOL_ARRAY);
+    if (rc != 0) return rc;
     aclBoolArray *a = (aclBoolArray *)array;
-    a->magic = 0;
     free(a->values);
-    free(a);
+    pa_handle_retire(a, PA_HANDLE_BOOL_ARRAY);
     return ACLNN_SUCCESS;
 }
 
 /* ---- lists (own their elements) ---- */
 
+/* A list element at creation: NULL, or a live handle of `kind`. */
+static bool element_ok(const char *api, uint64_t i, const void *e, pa_handle_kind kind) {
+    if (e == NULL) return true;
+    char param[40];
+    snprintf(param, sizeof param, "value[%llu]", (unsigned long long)i);
+    return pa_handle_check(api, param, e, kind) == ACLNN_SUCCESS;
+}
+
 PA_API aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
     if (value == NULL && size > 0) {
         pa_set_errmsg("aclCreateTensorList: value is NULL but size is %llu", (unsigned long long)size);
         return NULL;
+    }
+    for (uint64_t i = 0; i < size; i++) {
+        if (!element_ok("aclCreateTensorList", i, value[i], PA_HANDLE_TENSOR)) return NULL;
     }
     aclTensorList *l = malloc(sizeof *l);
     aclTensor **v = alloc_array(size, sizeof(aclTensor *));
@@ -182,16 +196,18 @@ PA_API aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_
         return NULL;
     }
     for (uint64_t i = 0; i < size; i++) v[i] = (aclTensor *)value[i];
-    l->magic = PA_TENSOR_LIST_MAGIC;
     l->size = size;
     l->tensors = v;
-    return l;
+    return register_or_free(l, v, PA_HANDLE_TENSOR_LIST, "aclCreateTensorList");
 }
 
 PA_API aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
     if (value == NULL && size > 0) {
         pa_set_errmsg("aclCreateScalarList: value is NULL but size is %llu", (unsigned long long)size);
         return NULL;
+    }
+    for (uint64_t i = 0; i < size; i++) {
+        if (!element_ok("aclCreateScalarList", i, value[i], PA_HANDLE_SCALAR)) return NULL;
     }
     aclScalarList *l = malloc(sizeof *l);
     aclScalar **v = alloc_array(size, sizeof(aclScalar *));
@@ -202,61 +218,74 @@ PA_API aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_
         return NULL;
     }
     for (uint64_t i = 0; i < size; i++) v[i] = (aclScalar *)value[i];
-    l->magic = PA_SCALAR_LIST_MAGIC;
     l->size = size;
     l->scalars = v;
-    return l;
+    return register_or_free(l, v, PA_HANDLE_SCALAR_LIST, "aclCreateScalarList");
+}
+
+static const void *tensor_at(const void *list, uint64_t i) { return ((const aclTensorList *)list)->tensors[i]; }
+static const void *scalar_at(const void *list, uint64_t i) { return ((const aclScalarList *)list)->scalars[i]; }
+
+/* Destroys the elements of a list (at(list, i) is element i): each live one
+ * once (an element listed twice is destroyed once). An element that is no
+ * longer live (destroyed on its own, or by another list) is skipped: returns
+ * 161002 naming the first one, after destroying the others. */
+static int destroy_elements(const char *api, const char *name, const void *list, uint64_t size,
+                            const void *(*at)(const void *, uint64_t), pa_handle_kind kind) {
+    uint64_t bad = UINT64_MAX;
+    for (uint64_t i = 0; i < size; i++) {
+        const void *e = at(list, i);
+        if (e == NULL) continue;
+        if (pa_handle_live(e, kind) && pa_handle_take(api, name, e, kind) == ACLNN_SUCCESS) {
+            pa_handle_retire((void *)e, kind);
+            continue;
+        }
+        bool dup = false;
+        for (uint64_t j = 0; j < i && !dup; j++) dup = at(list, j) == e;
+        if (!dup && bad == UINT64_MAX) bad = i;
+    }
+    if (bad == UINT64_MAX) return ACLNN_SUCCESS;
+    char param[64];
+    snprintf(param, sizeof param, "%s element %llu", name, (unsigned long long)bad);
+    int rc = pa_handle_check(api, param, at(list, bad), kind);
+    return rc != ACLNN_SUCCESS ? rc : ACLNN_ERR_PARAM_INVALID;
 }
 
 PA_API aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
     if (array == NULL) return ACLNN_SUCCESS;
-    if (array->magic != PA_TENSOR_LIST_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensorList: not a live aclTensorList (destroyed twice?)");
-    }
+    int rc = pa_handle_take("aclDestroyTensorList", "array", array, PA_HANDLE_TENSOR_LIST);
+    if (rc != 0) return rc;
     aclTensorList *l = (aclTensorList *)array;
-    l->magic = 0;
-    for (uint64_t i = 0; i < l->size; i++) {
-        bool seen = false; /* a tensor listed twice is destroyed once */
-        for (uint64_t j = 0; j < i && !seen; j++) seen = l->tensors[j] == l->tensors[i];
-        if (!seen) aclDestroyTensor(l->tensors[i]);
-    }
+    rc = destroy_elements("aclDestroyTensorList", "tensorList", l, l->size, tensor_at, PA_HANDLE_TENSOR);
     free(l->tensors);
-    free(l);
-    return ACLNN_SUCCESS;
+    pa_handle_retire(l, PA_HANDLE_TENSOR_LIST);
+    return rc;
 }
 
 PA_API aclnnStatus aclDestroyScalarList(const aclScalarList *array) {
     if (array == NULL) return ACLNN_SUCCESS;
-    if (array->magic != PA_SCALAR_LIST_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyScalarList: not a live aclScalarList (destroyed twice?)");
-    }
+    int rc = pa_handle_take("aclDestroyScalarList", "array", array, PA_HANDLE_SCALAR_LIST);
+    if (rc != 0) return rc;
     aclScalarList *l = (aclScalarList *)array;
-    l->magic = 0;
-    for (uint64_t i = 0; i < l->size; i++) {
-        bool seen = false; /* a scalar listed twice is destroyed once */
-        for (uint64_t j = 0; j < i && !seen; j++) seen = l->scalars[j] == l->scalars[i];
-        if (!seen) aclDestroyScalar(l->scalars[i]);
-    }
+    rc = destroy_elements("aclDestroyScalarList", "scalarList", l, l->size, scalar_at, PA_HANDLE_SCALAR);
     free(l->scalars);
-    free(l);
-    return ACLNN_SUCCESS;
+    pa_handle_retire(l, PA_HANDLE_SCALAR_LIST);
+    return rc;
 }
 
 /* ---- sizes ---- */
 
-#define PA_GET_SIZE(FN, TYPE, MAGIC, WHAT)                                                            \
+#define PA_GET_SIZE(FN, TYPE, KIND, WHAT)                                                             \
     PA_API aclnnStatus FN(const TYPE *array, uint64_t *size) {                                       \
-        if (array == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, #FN ": " WHAT " is NULL");          \
+        int rc = pa_handle_check(#FN, WHAT, array, KIND);                                            \
+        if (rc != 0) return rc;                                                                      \
         if (size == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, #FN ": size is NULL");             \
-        if (array->magic != (MAGIC)) {                                                               \
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, #FN ": " WHAT " is not a live " #TYPE);           \
-        }                                                                                            \
         *size = array->size;                                                                         \
         return ACLNN_SUCCESS;                                                                        \
     }
 
-PA_GET_SIZE(aclGetIntArraySize, aclIntArray, PA_INT_ARRAY_MAGIC, "array")
-PA_GET_SIZE(aclGetFloatArraySize, aclFloatArray, PA_FLOAT_ARRAY_MAGIC, "array")
-PA_GET_SIZE(aclGetBoolArraySize, aclBoolArray, PA_BOOL_ARRAY_MAGIC, "array")
-PA_GET_SIZE(aclGetTensorListSize, aclTensorList, PA_TENSOR_LIST_MAGIC, "tensorList")
-PA_GET_SIZE(aclGetScalarListSize, aclScalarList, PA_SCALAR_LIST_MAGIC, "scalarList")
+PA_GET_SIZE(aclGetIntArraySize, aclIntArray, PA_HANDLE_INT_ARRAY, "array")
+PA_GET_SIZE(aclGetFloatArraySize, aclFloatArray, PA_HANDLE_FLOAT_ARRAY, "array")
+PA_GET_SIZE(aclGetBoolArraySize, aclBoolArray, PA_HANDLE_BOOL_ARRAY, "array")
+PA_GET_SIZE(aclGetTensorListSize, aclTensorList, PA_HANDLE_TENSOR_LIST, "tensorList")
+PA_GET_SIZE(aclGetScalarListSize, aclScalarList, PA_HANDLE_SCALAR_LIST, "scalarList")

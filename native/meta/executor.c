@@ -39,6 +39,7 @@ typedef struct pa_launch_task {
     const pa_op_def *op;
     void *workspace;
     uint64_t workspace_size;
+    uint64_t workspace_need; /* from GetWorkspaceSize */
     int n_in, n_out;
     size_t views[2 * PA_MAX_IO]; /* inputs, then outputs */
     max_align_t plan[];
@@ -212,42 +213,61 @@ static void check_init(void) {
 /* Fails unless [p, p+bytes) lies in one device-accessible range. */
 static int check_range(const char *api, const char *what, const void *p, uint64_t bytes) {
     pa_mem_range r;
-    if (bytes > SIZE_MAX || !pa_memreg_covers((uintptr_t)p, (size_t)bytes, &r)) {
-        char near[160] = "no device memory is allocated";
-        if (pa_memreg_nearest((uintptr_t)p, &r)) {
-            snprintf(near, sizeof near, "the nearest is the %s [%p, %p)", pa_mem_kind_name(r.kind),
-                     (void *)r.base, (void *)(r.base + r.size));
-        }
-        return pa_fail(ACL_ERROR_RT_AICORE_EXCEPTION,
-                       "%s: %s [%p, +%llu bytes) is not inside one device allocation or registered host range "
-                       "(the DDR address is out of range); %s",
-                       api, what, p, (unsigned long long)bytes, near);
+    if (bytes <= SIZE_MAX && pa_memreg_covers((uintptr_t)p, (size_t)bytes, &r)) return 0;
+    char where[200] = "no device memory is allocated";
+    if (pa_memreg_find((uintptr_t)p, &r) && r.kind == PA_MEM_HOST) {
+        snprintf(where, sizeof where,
+                 "it lies in the %s [%p, +%zu), which kernels may use only after aclrtHostRegister",
+                 pa_mem_kind_name(r.kind), (void *)r.base, r.size);
+    } else if (pa_memreg_nearest((uintptr_t)p, &r)) {
+        const bool inside = (uintptr_t)p >= r.base && (uintptr_t)p - r.base < r.size;
+        snprintf(where, sizeof where, "%s the %s [%p, +%zu)", inside ? "it starts inside but runs past the end of"
+                                                                     : "the nearest is",
+                 pa_mem_kind_name(r.kind), (void *)r.base, r.size);
     }
-    return 0;
+    return pa_fail(ACL_ERROR_RT_AICORE_EXCEPTION,
+                   "%s: %s [%p, +%llu bytes) is not inside one device allocation or registered host range "
+                   "(the DDR address is out of range); %s",
+                   api, what, p, (unsigned long long)bytes, where);
 }
 
-/* The launch-time address checks of every view and the workspace. */
+static const char *view_name(const pa_launch_task *t, int i, char *buf, size_t cap) {
+    const char *const *names = i < t->n_in ? t->op->in_names : t->op->out_names;
+    const int k = i < t->n_in ? i : i - t->n_in;
+    if (names != NULL) return names[k];
+    snprintf(buf, cap, "%s %d", i < t->n_in ? "input" : "output", k);
+    return buf;
+}
+
+/* The launch-time address checks of every view that addresses an element,
+ * and of the workspace. */
 static int check_addresses(const pa_launch_task *t) {
     pthread_once(&g_check_once, check_init);
     for (int i = 0; i < t->n_in + t->n_out; i++) {
         if (t->views[i] == SIZE_MAX) continue;
         pa_tview v;
         memcpy(&v, (const char *)t->plan + t->views[i], sizeof v);
-        const char *name = i < t->n_in ? t->op->in_names[i] : t->op->out_names[i - t->n_in];
+        bool empty = false;
+        for (int32_t d = 0; d < v.ndim; d++) empty = empty || v.dims[d] == 0;
+        if (empty) continue; /* touches no memory (its address may be NULL) */
+        char buf[32];
+        const char *name = view_name(t, i, buf, sizeof buf);
         if (v.base == NULL) {
             return pa_fail(ACLNN_ERR_RUNTIME_ERROR,
                            "%s: %s has no device address (its data pointer is NULL); give one in aclCreateTensor "
                            "or with aclSetInputTensorAddr / aclSetOutputTensorAddr",
                            t->op->name, name);
         }
+        if (!g_check_ranges) continue;
+        /* storage_elems * size <= PA_MAX_STORAGE_BYTES (pa_tensor_check_view) */
         const uint64_t bytes = (uint64_t)v.storage_elems * pa_dtype_size(v.dtype);
-        if (!g_check_ranges || bytes == 0) continue;
         char what[96];
         snprintf(what, sizeof what, "%s storage", name);
         int rc = check_range(t->op->name, what, v.base, bytes);
         if (rc != 0) return rc;
     }
-    if (g_check_ranges && t->workspace != NULL && t->workspace_size > 0) {
+    /* an op that needs no workspace never touches it */
+    if (g_check_ranges && t->workspace_need > 0) {
         return check_range(t->op->name, "workspace", t->workspace, t->workspace_size);
     }
     return 0;
@@ -299,6 +319,7 @@ aclnnStatus pa_executor_launch(const pa_op_def *op, void *workspace, uint64_t wo
     task->op = op;
     task->workspace = workspace;
     task->workspace_size = workspace_size;
+    task->workspace_need = executor->workspace_size;
     task->n_in = executor->n_in;
     task->n_out = executor->n_out;
     for (int i = 0; i < executor->n_in; i++) task->views[i] = executor->in_views[i];
@@ -352,8 +373,9 @@ enum addr_kind { ADDR_INPUT, ADDR_OUTPUT, ADDR_ANY };
 static aclnnStatus set_addr(const char *api, aclOpExecutor *ex, enum addr_kind kind, size_t index,
                             aclTensor *tensor, void *addr) {
     if (ex == NULL) return pa_fail(ACLNN_ERR_INNER_NULLPTR, "%s: executor is NULL", api);
-    if (tensor != NULL && tensor->magic != PA_TENSOR_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensor is not a live aclTensor", api);
+    if (tensor != NULL) {
+        int trc = pa_handle_check(api, "tensor", tensor, PA_HANDLE_TENSOR);
+        if (trc != 0) return trc;
     }
     pthread_mutex_lock(&g_lock);
     int rc = check_live(api, ex);
@@ -485,10 +507,11 @@ PA_API aclnnStatus aclnnInit(const char *configPath) {
     return ACLNN_SUCCESS;
 }
 
-/* Frees the quarantined (spent) executors; live ones stay valid. */
+/* Frees the quarantined (spent) executors and destroyed handles; live ones stay valid. */
 PA_API aclnnStatus aclnnFinalize(void) {
     pthread_mutex_lock(&g_lock);
     quarantine_drain();
     pthread_mutex_unlock(&g_lock);
+    pa_handles_drain();
     return ACLNN_SUCCESS;
 }

@@ -30,11 +30,12 @@ aclOpExecutor *pa_executor_create(const pa_op_def *op, const void *plan, size_t 
                                   const size_t *out_views, int n_out);
 
 /* The body of every aclnnXxx(workspace, workspaceSize, executor, stream).
- * When the task starts, before op->run, every view's data address must be
- * non-NULL (else 361001) and its whole storage must lie inside one live
- * device-accessible range of the memory registry, as must the workspace
- * (else ACL_ERROR_RT_AICORE_EXCEPTION, the NPU's code for an out-of-range
- * address); the task then fails without touching any output.
+ * When the task starts, before op->run, every view that addresses an element
+ * must have a non-NULL data address (else 361001) and its whole storage must
+ * lie inside one live device-accessible range of the memory registry, as must
+ * [workspace, workspace + workspaceSize) when the op needs a workspace (else
+ * ACL_ERROR_RT_AICORE_EXCEPTION, the NPU's code for an out-of-range address);
+ * the task then fails without touching any output.
  * PYACLNN_CHECK_ADDRESSES=0 turns the range check (not the NULL check) off. */
 aclnnStatus pa_executor_launch(const pa_op_def *op, void *workspace, uint64_t workspace_size,
                                aclOpExecutor *executor, aclrtStream stream);

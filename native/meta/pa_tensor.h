@@ -3,19 +3,18 @@
 #define PA_TENSOR_H
 
 #include "common/pa_common.h"
+#include "meta/pa_handles.h"
 
 #define PA_MAX_DIMS 8
-#define PA_TENSOR_MAGIC 0x54656e73u /* "Tens" */
-/* Magic values of the other handle types (set at creation, cleared on destroy). */
-#define PA_SCALAR_MAGIC 0x5363616cu      /* "Scal" */
-#define PA_INT_ARRAY_MAGIC 0x49417272u   /* "IArr" */
-#define PA_FLOAT_ARRAY_MAGIC 0x46417272u /* "FArr" */
-#define PA_BOOL_ARRAY_MAGIC 0x42417272u  /* "BArr" */
-#define PA_TENSOR_LIST_MAGIC 0x544c7374u /* "TLst" */
-#define PA_SCALAR_LIST_MAGIC 0x534c7374u /* "SLst" */
+/* Largest storage a tensor may declare: far beyond any memory, and small
+ * enough that element offsets, a stride more, and their byte offsets never
+ * overflow int64 in the kernels' address arithmetic. */
+#define PA_MAX_STORAGE_BYTES_LOG2 60
+#define PA_MAX_STORAGE_BYTES ((int64_t)1 << PA_MAX_STORAGE_BYTES_LOG2)
 
+/* The handle structs. Whether a pointer is a live handle is known only from
+ * the registry (pa_handles.h): check it there before reading any field. */
 struct aclTensor {
-    uint32_t magic;
     aclDataType dtype;
     aclFormat format;
     int32_t ndim;
@@ -29,12 +28,12 @@ struct aclTensor {
 
 /* aclScalar keeps the value by kind: float dtypes (FLOAT, FLOAT16, BF16, DOUBLE) in v.f,
  * signed integers in v.i, unsigned in v.u, BOOL in v.b, complex types as raw bytes. */
-struct aclScalar { uint32_t magic; aclDataType dtype; union { double f; int64_t i; uint64_t u; bool b; uint8_t raw[16]; } v; };
-struct aclIntArray { uint32_t magic; uint64_t size; int64_t *values; };
-struct aclFloatArray { uint32_t magic; uint64_t size; float *values; };
-struct aclBoolArray { uint32_t magic; uint64_t size; bool *values; };
-struct aclTensorList { uint32_t magic; uint64_t size; aclTensor **tensors; };
-struct aclScalarList { uint32_t magic; uint64_t size; aclScalar **scalars; };
+struct aclScalar { aclDataType dtype; union { double f; int64_t i; uint64_t u; bool b; uint8_t raw[16]; } v; };
+struct aclIntArray { uint64_t size; int64_t *values; };
+struct aclFloatArray { uint64_t size; float *values; };
+struct aclBoolArray { uint64_t size; bool *values; };
+struct aclTensorList { uint64_t size; aclTensor **tensors; };
+struct aclScalarList { uint64_t size; aclScalar **scalars; };
 
 /* Immutable snapshot of a tensor, taken when an op is planned. Plain data:
  * plans are copied by value at every launch. */
@@ -42,7 +41,7 @@ typedef struct pa_tview {
     aclDataType dtype;
     int32_t ndim;
     int64_t dims[PA_MAX_DIMS];
-    int64_t strides[PA_MAX_DIMS];
+    int64_t strides[PA_MAX_DIMS]; /* elements; 0 for dims of size 1 */
     int64_t offset;        /* elements */
     int64_t storage_elems; /* product of the storage dims (checked by pa_tensor_check_view) */
     void *base;            /* storage address */
@@ -55,18 +54,22 @@ const char *pa_format_name(aclFormat fmt);
 /* ND-family formats (ND, NCHW, NHWC, NCL, NC, NCDHW, NDHWC, HWCN, UNDEFINED?) vs private ones. */
 bool pa_format_is_plain(aclFormat fmt);
 
-bool pa_tensor_is_valid(const aclTensor *t); /* non-NULL and magic ok */
-/* The view rules every op applies to every tensor at GetWorkspaceSize: offset
- * >= 0, no negative strides, and the view's extent (offset + sum of
- * (dim-1)*stride over dims > 1, overflow-checked, in bytes too) inside its
- * storage (the product of storageDims). Returns 0, or 161002 after pa_fail()
- * naming `api` and the tensor `name`. */
+bool pa_tensor_is_valid(const aclTensor *t); /* a live aclTensor (registry lookup) */
+/* The view rules every op applies to every tensor at GetWorkspaceSize (the
+ * handle must be live): offset >= 0; no negative stride (a dim of size 1 may
+ * carry any stride); storage (the product of storageDims) of at most
+ * PA_MAX_STORAGE_BYTES; the view's last element (offset + sum of
+ * (dim-1)*stride over dims > 1, overflow-checked) inside the storage, or for
+ * an empty view offset <= storage. Returns 0, or 161002 after pa_fail()
+ * naming `api`, the tensor `name`, its view and its storage. */
 int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t);
 int64_t pa_tensor_numel(const aclTensor *t);
+/* The snapshot of a live tensor; dims of size 1 get stride 0. */
 pa_tview pa_tview_of(const aclTensor *t);
 bool pa_tview_is_contiguous(const pa_tview *v);
-/* Address of element 0 of the view. */
+/* Address of element 0 of the view (NULL for a NULL base). */
 static inline void *pa_tview_ptr(const pa_tview *v) {
+    if (v->base == NULL) return NULL;
     return (char *)v->base + v->offset * (int64_t)pa_dtype_size(v->dtype);
 }
 /* Formats "[2,3,4]" into buf. */

@@ -148,7 +148,6 @@ static void fill_tensor(aclTensor *t, const int64_t *viewDims, uint64_t viewDims
                         const int64_t *stride, int64_t offset, aclFormat format, const int64_t *storageDims,
                         uint64_t storageDimsNum, void *data) {
     memset(t, 0, sizeof *t);
-    t->magic = PA_TENSOR_MAGIC;
     t->dtype = dataType;
     t->format = format;
     t->ndim = (int32_t)viewDimsNum;
@@ -183,14 +182,21 @@ PA_API aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
     }
     fill_tensor(t, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
                 tensorData);
+    if (!pa_handle_register(t, PA_HANDLE_TENSOR)) {
+        free(t);
+        pa_set_errmsg("aclCreateTensor: out of host memory for the handle registry");
+        return NULL;
+    }
     return t;
 }
 
 PA_API aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t viewDimsNum,
                                  aclDataType dataType, const int64_t *stride, int64_t offset, aclFormat format,
                                  const int64_t *storageDims, uint64_t storageDimsNum, void *tensorDataAddr) {
-    if (tensor == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "aclInitTensor: tensor is NULL");
-    int rc = check_tensor_args("aclInitTensor", viewDims, viewDimsNum, storageDims, storageDimsNum);
+    /* aclTensor is opaque: the only tensors a caller can hold come from aclCreateTensor */
+    int rc = pa_handle_check("aclInitTensor", "tensor", tensor, PA_HANDLE_TENSOR);
+    if (rc != 0) return rc;
+    rc = check_tensor_args("aclInitTensor", viewDims, viewDimsNum, storageDims, storageDimsNum);
     if (rc != 0) return rc;
     fill_tensor(tensor, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
                 tensorDataAddr);
@@ -199,22 +205,17 @@ PA_API aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uin
 
 PA_API aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
     if (tensor == NULL) return ACLNN_SUCCESS;
-    if (tensor->magic != PA_TENSOR_MAGIC) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensor: not a live aclTensor (destroyed twice?)");
-    }
-    aclTensor *t = (aclTensor *)tensor;
-    t->magic = 0;
-    free(t);
+    int rc = pa_handle_take("aclDestroyTensor", "tensor", tensor, PA_HANDLE_TENSOR);
+    if (rc != 0) return rc;
+    pa_handle_retire((aclTensor *)tensor, PA_HANDLE_TENSOR);
     return ACLNN_SUCCESS;
 }
 
 /* ---- queries ---- */
 
-/* NULL -> 161001, wrong magic -> 161002. */
+/* NULL -> 161001, not a live tensor -> 161002. */
 static int check_tensor(const char *api, const aclTensor *t) {
-    if (t == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: tensor is NULL", api);
-    if (t->magic != PA_TENSOR_MAGIC) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensor is not a live aclTensor", api);
-    return ACLNN_SUCCESS;
+    return pa_handle_check(api, "tensor", t, PA_HANDLE_TENSOR);
 }
 
 /* Returns a malloc'd copy of n int64 values (at least one slot, so a 0-d tensor
@@ -318,7 +319,7 @@ PA_API aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclT
     for (size_t i = 0; i < total; i++) {
         const aclTensor *t = tensors[i];
         char shape[256];
-        if (t == NULL || t->magic != PA_TENSOR_MAGIC) {
+        if (!pa_handle_live(t, PA_HANDLE_TENSOR)) {
             fprintf(stderr, "[pyaclnn dump] %s/%s %s[%zu]: %s\n", opType ? opType : "?", opName ? opName : "?",
                     i < inputTensorNum ? "input" : "output", i < inputTensorNum ? i : i - inputTensorNum,
                     t == NULL ? "NULL" : "invalid tensor");
@@ -334,7 +335,7 @@ PA_API aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclT
 
 /* ---- snapshots ---- */
 
-bool pa_tensor_is_valid(const aclTensor *t) { return t != NULL && t->magic == PA_TENSOR_MAGIC; }
+bool pa_tensor_is_valid(const aclTensor *t) { return pa_handle_live(t, PA_HANDLE_TENSOR); }
 
 /* Product of the view dims; -1 if it overflows int64. */
 int64_t pa_tensor_numel(const aclTensor *t) {
@@ -352,7 +353,7 @@ pa_tview pa_tview_of(const aclTensor *t) {
     v.ndim = t->ndim;
     for (int32_t i = 0; i < t->ndim; i++) {
         v.dims[i] = t->dims[i];
-        v.strides[i] = t->strides[i];
+        v.strides[i] = t->dims[i] == 1 ? 0 : t->strides[i]; /* never multiplied by a nonzero index */
     }
     v.offset = t->offset;
     v.storage_elems = 1;
@@ -366,32 +367,46 @@ pa_tview pa_tview_of(const aclTensor *t) {
 
 int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t) {
     char sh[160], st[160], sd[160];
+#define PA_VIEW_ARGS                                                                                          \
+    pa_shape_str(t->dims, t->ndim, sh, sizeof sh), pa_shape_str(t->strides, t->ndim, st, sizeof st),        \
+        (long long)t->offset
     if (t->offset < 0) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s view offset must be >= 0, got %lld", api, name,
                        (long long)t->offset);
     }
     bool empty = false;
     for (int32_t i = 0; i < t->ndim; i++) {
-        if (t->strides[i] < 0) {
+        if (t->strides[i] < 0 && t->dims[i] != 1) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s strides must be non-negative, got %s", api, name,
                            pa_shape_str(t->strides, t->ndim, st, sizeof st));
         }
         if (t->dims[i] == 0) empty = true;
     }
-    int64_t storage = 1;
-    for (int32_t i = 0; i < t->storage_ndim; i++) {
-        if (!pa_mul_ok(storage, t->storage_dims[i], &storage)) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s storage shape %s has too many elements", api, name,
+    int64_t storage = 1, bytes = 0;
+    bool too_big = false;
+    const int64_t esize = pa_dtype_size(t->dtype) ? (int64_t)pa_dtype_size(t->dtype) : 1;
+    for (int32_t i = 0; i < t->storage_ndim && !too_big; i++) {
+        too_big = !pa_mul_ok(storage, t->storage_dims[i], &storage);
+    }
+    if (!too_big) too_big = !pa_mul_ok(storage, esize, &bytes);
+    if (too_big || bytes > PA_MAX_STORAGE_BYTES) {
+        char got[64] = "more than 2^63";
+        if (!too_big) snprintf(got, sizeof got, "%lld", (long long)bytes);
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: %s storage (shape %s, %s) must be at most 2^%d bytes, got %s bytes", api, name, pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd),
+                       pa_dtype_name(t->dtype), PA_MAX_STORAGE_BYTES_LOG2, got);
+    }
+    if (empty) {
+        /* no element is addressed; element 0's address must still be computable */
+        if (t->offset > storage) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: %s view (shape %s, strides %s, offset %lld) is empty, but its offset lies past its "
+                           "storage of %lld elements (storage shape %s)",
+                           api, name, PA_VIEW_ARGS, (long long)storage,
                            pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
         }
+        return ACLNN_SUCCESS;
     }
-    const int64_t esize = pa_dtype_size(t->dtype) ? (int64_t)pa_dtype_size(t->dtype) : 1;
-    int64_t bytes;
-    if (!pa_mul_ok(storage, esize, &bytes)) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s storage shape %s is too large to address", api, name,
-                       pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
-    }
-    if (empty) return ACLNN_SUCCESS; /* no element is addressed */
     /* last < storage below also bounds the byte extent by `bytes` */
     int64_t last = t->offset; /* element index of the farthest element */
     for (int32_t i = 0; i < t->ndim; i++) {
@@ -399,20 +414,21 @@ int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t) 
         if (t->dims[i] == 1) continue; /* a size-1 dim may carry any stride */
         if (!pa_mul_ok(t->dims[i] - 1, t->strides[i], &span) || __builtin_add_overflow(last, span, &last)) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: %s view (shape %s, strides %s, offset %lld) overflows the address range", api, name,
-                           pa_shape_str(t->dims, t->ndim, sh, sizeof sh),
-                           pa_shape_str(t->strides, t->ndim, st, sizeof st), (long long)t->offset);
+                           "%s: %s view (shape %s, strides %s, offset %lld) reaches beyond element 2^63 (int64 "
+                           "overflow), past its storage of %lld elements (storage shape %s)",
+                           api, name, PA_VIEW_ARGS, (long long)storage,
+                           pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
         }
     }
     if (last >= storage) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID,
                        "%s: %s view (shape %s, strides %s, offset %lld) reaches element %lld, past its storage of "
                        "%lld elements (storage shape %s)",
-                       api, name, pa_shape_str(t->dims, t->ndim, sh, sizeof sh),
-                       pa_shape_str(t->strides, t->ndim, st, sizeof st), (long long)t->offset, (long long)last,
-                       (long long)storage, pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
+                       api, name, PA_VIEW_ARGS, (long long)last, (long long)storage,
+                       pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
     }
     return ACLNN_SUCCESS;
+#undef PA_VIEW_ARGS
 }
 
 /* Row-major contiguous: every dim of size > 1 has the stride of the dims after it

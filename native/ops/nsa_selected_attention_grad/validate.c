@@ -17,9 +17,8 @@ static bool is_half(aclDataType dt) { return dt == ACL_FLOAT16 || dt == ACL_BF16
 
 /* Handle validity, plain format, rank, and the shared view rules. */
 static int check_tensor(const aclTensor *t, const char *name, int32_t rank) {
-    if (!pa_tensor_is_valid(t)) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s is not a valid aclTensor", API, name);
-    }
+    int rc = pa_handle_check(API, name, t, PA_HANDLE_TENSOR);
+    if (rc != ACLNN_SUCCESS) return rc;
     if (!pa_format_is_plain(t->format)) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have a plain (ND) format, got %s", API, name,
                        pa_format_name(t->format));
@@ -145,6 +144,14 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
         if ((rc = check_tensor(ten[i].t, ten[i].name, 3)) != ACLNN_SUCCESS) return rc;
     }
     if (a->mask != NULL && (rc = check_tensor(a->mask, "attenMaskOptional", 2)) != ACLNN_SUCCESS) return rc;
+    if (a->seq_q != NULL &&
+        (rc = pa_handle_check(API, "actualSeqQLenOptional", a->seq_q, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS) {
+        return rc;
+    }
+    if (a->seq_kv != NULL &&
+        (rc = pa_handle_check(API, "actualSeqKvLenOptional", a->seq_kv, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS) {
+        return rc;
+    }
     for (size_t i = 8; i < 11; i++) {
         if (may_overlap(ten[i].t)) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID,

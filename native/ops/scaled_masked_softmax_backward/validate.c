@@ -57,14 +57,13 @@ aclnnStatus pa_smsb_validate(const aclTensor *g, const aclTensor *y, const aclTe
     const struct { const char *name; const aclTensor *t; } ts[] = {
         {"gradOutput", g}, {"y", y}, {"mask", mask}, {"out", out},
     };
+    int rc;
     for (size_t i = 0; i < 4; i++) {
-        if (!pa_tensor_is_valid(ts[i].t)) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, PA_SMSB_WS_API ": %s is not a live aclTensor", ts[i].name);
-        }
+        if ((rc = pa_handle_check(PA_SMSB_WS_API, ts[i].name, ts[i].t, PA_HANDLE_TENSOR)) != 0) return rc;
     }
 
     /* 2. dtypes */
-    int rc = check_dtype_float("gradOutput", g);
+    rc = check_dtype_float("gradOutput", g);
     if (rc != 0) return rc;
     if (y->dtype != g->dtype) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, PA_SMSB_WS_API ": y dtype must equal gradOutput dtype %s, got %s",
