@@ -4,7 +4,7 @@ home    print the toolkit root (include/, lib64/, set_env.sh, samples/)
 info    print the backend, the loaded libraries and the runtime description
 cflags  print the compiler flags for the bundled headers
 libs    print the linker flags for the bundled libraries
-demo    build and run the C++ samples with g++, run the Python samples, and
+demo    build and run the C and C++ samples with gcc / g++, run the Python samples, and
         check the results against pyaclnn.reference
 """
 import argparse
@@ -22,6 +22,7 @@ import pyaclnn
 
 SAMPLE = "scaled_masked_softmax_backward"
 NSA_SAMPLE = "nsa_selected_attention_grad"
+VMM_SAMPLE = "vmm_pool_softmax_backward"
 
 
 def samples_dir():
@@ -124,6 +125,11 @@ def cmd_demo(args):
         _run([os.path.join(tmp, "nsa")], tmp)
         print("\n== 5. the same op from Python (one call and two phases, vs pyaclnn.reference)")
         _run([sys.executable, os.path.join(src_dir, NSA_SAMPLE + ".py")], tmp)
+        print("\n== 6. plain C: a growing virtual-memory pool (aclrtReserveMemAddress / aclrtMallocPhysical /"
+              " aclrtMapMem) feeding the softmax backward, included through the CANN 8.1 path aclnnop/level2/")
+        shutil.copy(os.path.join(src_dir, VMM_SAMPLE + ".c"), os.path.join(tmp, "vmm.c"))
+        _run(compile_command("vmm.c", home) + ["-lm", "-o", "vmm"], tmp)
+        _run([os.path.join(tmp, "vmm")], tmp)
         print("\ndemo OK")
     finally:
         if args.keep:

@@ -26,7 +26,7 @@ from ._ffi import as_ptr, c_string, ffi, lib
 __all__ = [
     "init", "ensure_initialized", "finalize", "is_initialized",
     "set_device", "reset_device", "get_device", "get_device_count", "synchronize_device",
-    "get_version", "get_soc_name",
+    "get_version", "get_soc_name", "get_cann_version", "get_mem_info",
     "Stream", "Event", "DeviceBuffer", "elapsed_ms", "synchronize_stream",
     "memcpy", "memcpy_async", "memset",
     "runtime_info", "set_max_isa", "get_isa", "set_num_threads", "get_num_threads",
@@ -164,6 +164,21 @@ def get_version():
 
 def get_soc_name():
     return c_string(lib.aclrtGetSocName())
+
+
+def get_cann_version(package=None):
+    """The CANN version string (aclsysGetCANNVersion), e.g. "8.3.RC1"."""
+    v = ffi.new("aclCANNPackageVersion *")
+    name = lib.ACL_PKG_NAME_CANN if package is None else package
+    check(lib.aclsysGetCANNVersion(name, v), "aclsysGetCANNVersion")
+    return ffi.string(v.version).decode()
+
+
+def get_mem_info(attr=None):
+    """(free, total) device memory in bytes (aclrtGetMemInfo), e.g. to size workspaces."""
+    free, total = ffi.new("size_t *"), ffi.new("size_t *")
+    check(lib.aclrtGetMemInfo(lib.ACL_HBM_MEM if attr is None else attr, free, total), "aclrtGetMemInfo")
+    return free[0], total[0]
 
 
 # ---------------------------------------------------------------- helpers

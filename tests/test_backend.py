@@ -150,7 +150,7 @@ def test_cli_demo():
     out = proc.stdout
     assert "-lascendcl -lnnopbase -lopapi -Wl,-rpath," in out
     assert "C++ result vs pyaclnn.reference (float64): max abs error" in out
-    assert out.count("PASSED") == 2 and out.rstrip().endswith("demo OK")
+    assert out.count("PASSED") == 3 and out.rstrip().endswith("demo OK")
 
 
 def test_samples_build_with_cmake(home, tmp_path):

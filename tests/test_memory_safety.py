@@ -180,3 +180,15 @@ def test_check_addresses_switch_off():
     """PYACLNN_CHECK_ADDRESSES=0: the range check is skipped (valid host memory then works)."""
     proc = run_python(_UNREGISTERED_HOST, env_update={"PYACLNN_CHECK_ADDRESSES": "0"})
     assert proc.stdout.splitlines() == ["0 ", "match"]
+
+
+def test_check_addresses_switch_off_keeps_the_null_check():
+    code = _UNREGISTERED_HOST.replace(
+        "ts = [mk(g, lib.ACL_FLOAT),",
+        "ts = [lib.aclCreateTensor(d, 4, lib.ACL_FLOAT, ffi.NULL, 0, lib.ACL_FORMAT_ND, st, 1, ffi.NULL),")
+    assert code != _UNREGISTERED_HOST
+    proc = run_python(code, env_update={"PYACLNN_CHECK_ADDRESSES": "0"})
+    rc, msg = proc.stdout.splitlines()[0].split(" ", 1)
+    assert int(rc) == 361001
+    assert "aclnnScaledMaskedSoftmaxBackward: gradOutput has no device address" in msg
+    assert proc.stdout.splitlines()[1] == "untouched"

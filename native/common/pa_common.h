@@ -34,9 +34,10 @@ static inline bool pa_mul_ok(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }
 
-/* An op's double attribute `scale` as the fp32 its kernel uses: round to
- * nearest even; beyond the fp32 range it becomes +-inf, NaN stays NaN (no
- * out-of-range conversion, which C leaves undefined). Shared by every op. */
+/* An op's double attribute `scale` as the fp32 its kernel uses, rounded to
+ * nearest even as an IEEE conversion does: |d| >= 2^128 - 2^103 (halfway
+ * past FLT_MAX) becomes +-inf, NaN stays NaN; computed without the
+ * out-of-range (float) conversion C leaves undefined. Shared by every op. */
 float pa_scale_to_f32(double d);
 
 /* 64-byte aligned allocation (NULL on failure or size 0). Free with pa_free_aligned. */

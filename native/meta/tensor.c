@@ -393,8 +393,9 @@ int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t) 
         char got[64] = "more than 2^63";
         if (!too_big) snprintf(got, sizeof got, "%lld", (long long)bytes);
         return pa_fail(ACLNN_ERR_PARAM_INVALID,
-                       "%s: %s storage (shape %s, %s) must be at most 2^%d bytes, got %s bytes", api, name, pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd),
-                       pa_dtype_name(t->dtype), PA_MAX_STORAGE_BYTES_LOG2, got);
+                       "%s: %s storage (shape %s, %s) must be at most 2^%d bytes, got %s bytes", api, name,
+                       pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd), pa_dtype_name(t->dtype),
+                       PA_MAX_STORAGE_BYTES_LOG2, got);
     }
     if (empty) {
         /* no element is addressed; element 0's address must still be computable */

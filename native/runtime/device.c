@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/pa_capacity.h"
 #include "runtime/pa_runtime_internal.h"
 #include "runtime/pa_threadpool.h"
 
@@ -167,7 +168,6 @@ PA_API aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags
     return ACL_SUCCESS;
 }
 
-PA_API const char *aclrtGetSocName(void) { return "CPU (pyaclnn)"; }
 
 static int64_t cache_size_bytes(void) {
     long v = -1;
@@ -221,32 +221,6 @@ PA_API aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceIn
     }
 }
 
-/* MemTotal / MemAvailable from /proc/meminfo (sysconf as a fallback). */
-static void host_mem_info(size_t *avail, size_t *total) {
-    unsigned long long t = 0, a = 0, fr = 0;
-    bool have_a = false;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f != NULL) {
-        char line[256];
-        while (fgets(line, sizeof line, f) != NULL) {
-            unsigned long long kb;
-            if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) t = kb * 1024ull;
-            else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { a = kb * 1024ull; have_a = true; }
-            else if (sscanf(line, "MemFree: %llu kB", &kb) == 1) fr = kb * 1024ull;
-        }
-        fclose(f);
-    }
-    if (t == 0) {
-        long pages = sysconf(_SC_PHYS_PAGES), avp = sysconf(_SC_AVPHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
-        if (pages > 0 && ps > 0) t = (unsigned long long)pages * (unsigned long long)ps;
-        if (avp > 0 && ps > 0) fr = (unsigned long long)avp * (unsigned long long)ps;
-    }
-    if (!have_a) a = fr;
-    if (a > t) a = t;
-    *total = (size_t)t;
-    *avail = (size_t)a;
-}
-
 PA_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
     if (free == NULL || total == NULL) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: free and total must not be NULL");
@@ -257,7 +231,10 @@ PA_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) 
     }
     aclError rc = pa_rt_require_device("aclrtGetMemInfo");
     if (rc != ACL_SUCCESS) return rc;
-    host_mem_info(free, total); /* every memory kind is host RAM */
+    /* One pool: every attr reports the emulated device memory. */
+    *total = pa_capacity_total();
+    size_t used = pa_capacity_used();
+    *free = used < *total ? *total - used : 0;
     return ACL_SUCCESS;
 }
 

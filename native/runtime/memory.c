@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "runtime/pa_capacity.h"
 #include "runtime/pa_memreg.h"
 #include "runtime/pa_runtime_internal.h"
 
@@ -59,14 +60,17 @@ static aclError dev_alloc(const char *api, void **devPtr, size_t size, bool alig
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
     }
     size_t bytes = ((size + 31) & ~(size_t)31) + extra;
+    if (!pa_capacity_charge(bytes)) return pa_capacity_fail(api, bytes);
     void *p = device_pages(bytes, huge);
     if (p == NULL) {
+        pa_capacity_uncharge(bytes);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of memory allocating %zu bytes", api, bytes);
     }
     pthread_once(&g_poison_once, poison_init);
     if (g_poison) memset(p, 0xFF, bytes);
     if (!pa_memreg_add((uintptr_t)p, bytes, PA_MEM_DEVICE, NULL)) {
         pa_free_aligned(p);
+        pa_capacity_uncharge(bytes);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the allocation table", api);
     }
     *devPtr = p;
@@ -89,11 +93,13 @@ PA_API aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPoli
  * returned (device memory survives aclrtResetDevice in the emulation). */
 PA_API aclError aclrtFree(void *devPtr) {
     if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be NULL");
-    if (!pa_memreg_remove((uintptr_t)devPtr, PA_MEM_DEVICE, NULL)) {
+    size_t bytes = 0;
+    if (!pa_memreg_remove((uintptr_t)devPtr, PA_MEM_DEVICE, &bytes)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtFree: pointer %p is not a live device allocation (double free?)", devPtr);
     }
     pa_free_aligned(devPtr);
+    pa_capacity_uncharge(bytes);
     return ACL_SUCCESS;
 }
 
@@ -118,6 +124,15 @@ PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
 
 PA_API aclError aclrtFreeHost(void *hostPtr) {
     if (hostPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be NULL");
+    pa_mem_range blk, reg;
+    if (pa_memreg_range_of(PA_MEM_HOST, (uintptr_t)hostPtr, &blk) && blk.base == (uintptr_t)hostPtr &&
+        pa_memreg_overlap(blk.base, blk.size, &reg)) {
+        /* kernels could still reach the block through the registration */
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtFreeHost: %p is still registered for device access ([%p, +%zu)); call "
+                          "aclrtHostUnregister first",
+                          hostPtr, (void *)reg.base, reg.size);
+    }
     if (!pa_memreg_remove((uintptr_t)hostPtr, PA_MEM_HOST, NULL)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtFreeHost: pointer %p is not a live aclrtMallocHost allocation (double free?)",

@@ -112,6 +112,30 @@ bool pa_memreg_find(uintptr_t p, pa_mem_range *out) {
     return false;
 }
 
+bool pa_memreg_range_of(pa_mem_kind kind, uintptr_t p, pa_mem_range *out) {
+    range_map *m = map_of(kind);
+    pthread_mutex_lock(&m->mu);
+    const pa_mem_range *r = find_locked(m, p);
+    const bool found = r != NULL && r->kind == kind;
+    if (found && out != NULL) *out = *r;
+    pthread_mutex_unlock(&m->mu);
+    return found;
+}
+
+bool pa_memreg_overlap(uintptr_t base, size_t size, pa_mem_range *out) {
+    if (size == 0) return false;
+    const uintptr_t last = base > UINTPTR_MAX - (size - 1) ? UINTPTR_MAX : base + (size - 1);
+    range_map *m = &g_device;
+    pthread_mutex_lock(&m->mu);
+    const size_t i = upper_bound(m, base);
+    const pa_mem_range *r = NULL;
+    if (i > 0 && contains(&m->ranges[i - 1], base)) r = &m->ranges[i - 1];
+    else if (i < m->n && m->ranges[i].base <= last) r = &m->ranges[i];
+    if (r != NULL && out != NULL) *out = *r;
+    pthread_mutex_unlock(&m->mu);
+    return r != NULL;
+}
+
 bool pa_memreg_covers(uintptr_t p, size_t len, pa_mem_range *range) {
     pthread_mutex_lock(&g_device.mu);
     const pa_mem_range *r = find_locked(&g_device, p);

@@ -41,6 +41,10 @@ bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, pa_mem_range *
 bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, size_t *size);
 /* The live range containing address p (any kind). */
 bool pa_memreg_find(uintptr_t p, pa_mem_range *out);
+/* The live range of `kind` containing p. */
+bool pa_memreg_range_of(pa_mem_kind kind, uintptr_t p, pa_mem_range *out);
+/* The first live device-accessible range overlapping [base, base+size). */
+bool pa_memreg_overlap(uintptr_t base, size_t size, pa_mem_range *out);
 /* True if [p, p+len) lies inside one live device-accessible range (len 0:
  * p itself must lie inside one). */
 bool pa_memreg_covers(uintptr_t p, size_t len, pa_mem_range *range);

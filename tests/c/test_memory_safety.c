@@ -290,7 +290,8 @@ static void test_smsb_view_rules(void) {
     /* storage beyond 2^60 bytes, or beyond int64 */
     const int64_t huge[1] = {(int64_t)1 << 59}, huger[2] = {INT64_MAX, 2};
     aclTensor *gh = mk4(d4, NULL, 0, huge, 1, ACL_FLOAT, buf);
-    CHECK_ERR(smsb_ws(gh, y, m, o, 1.0, &ex), ACLNN_ERR_PARAM_INVALID, "must be at most 2^60 bytes, got 2305843009213693952");
+    CHECK_ERR(smsb_ws(gh, y, m, o, 1.0, &ex), ACLNN_ERR_PARAM_INVALID,
+              "must be at most 2^60 bytes, got 2305843009213693952");
     aclDestroyTensor(gh);
     gh = mk4(d4, NULL, 0, huger, 2, ACL_FLOAT, buf);
     CHECK_ERR(smsb_ws(gh, y, m, o, 1.0, &ex), ACLNN_ERR_PARAM_INVALID, "got more than 2^63 bytes");
@@ -511,7 +512,13 @@ static void test_smsb_addresses(void) {
     CHECK_EQ(aclrtHostRegister(pinned, 64, ACL_HOST_REGISTER_MAPPED, &pinned_dev), 0);
     b.g = pinned_dev;
     CHECK_EQ(smsb_at(&b, NULL), 0);
+    /* freeing it while registered would leave kernels a path into freed memory */
+    CHECK_ERR(aclrtFreeHost(pinned), ACL_ERROR_INVALID_PARAM, "still registered for device access");
     CHECK_EQ(aclrtHostUnregister(pinned), 0);
+    void *part = NULL;
+    CHECK_EQ(aclrtHostRegister((char *)pinned + 16, 16, ACL_HOST_REGISTER_MAPPED, &part), 0);
+    CHECK_ERR(aclrtFreeHost(pinned), ACL_ERROR_INVALID_PARAM, "call aclrtHostUnregister first");
+    CHECK_EQ(aclrtHostUnregister((char *)pinned + 16), 0);
     CHECK_EQ(aclrtFreeHost(pinned), 0);
 
     /* addresses re-pointed on a repeatable executor */

@@ -9,6 +9,7 @@
 #endif
 #include "common/pa_common.c"
 #include "cpu/cpu.c"
+#include "runtime/capacity.c"
 #include "runtime/device.c"
 #include "runtime/event.c"
 #include "runtime/init.c"

@@ -1,0 +1,400 @@
+/* Virtual memory management, emulated with the host's own:
+ *   aclrtReserveMemAddress  -> an mmap(PROT_NONE) address range, 2 MiB aligned
+ *   aclrtMallocPhysical     -> a memfd of the (granularity-rounded) size,
+ *                              charged to the device capacity, committed lazily
+ *   aclrtMapMem             -> mmap(MAP_SHARED|MAP_FIXED) of the memfd into the
+ *                              reserved range, so every mapping of one handle
+ *                              sees the same bytes
+ * Mapped ranges are device memory for launches: the memory registry holds each
+ * maximal run of adjacent mappings inside a reservation as one range, so a
+ * tensor may span chunks mapped one after another (a growing pool). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "acl/acl_rt.h"
+#include "runtime/pa_capacity.h"
+#include "runtime/pa_memreg.h"
+#include "runtime/pa_runtime_internal.h"
+
+#define PA_PHYS_MAGIC 0x50485953u /* "PHYS" */
+#define PA_GRAN_1G ((size_t)1 << 30)
+
+typedef struct pa_phys {
+    uint32_t magic;
+    int fd;
+    size_t size;   /* rounded to the granularity; what was charged */
+    unsigned maps; /* live mappings */
+    bool freed;    /* aclrtFreePhysical called while still mapped */
+    struct pa_phys *next;
+} pa_phys;
+
+typedef struct pa_map {
+    uintptr_t va;
+    size_t size;
+    pa_phys *phys;
+    struct pa_map *next; /* sorted by va */
+} pa_map;
+
+typedef struct pa_resv {
+    uintptr_t base;
+    size_t size;
+    void *mapping; /* what munmap releases (may start below base) */
+    size_t mapping_size;
+    pa_map *maps;
+    struct pa_resv *next;
+} pa_resv;
+
+static pthread_mutex_t g_vmm_mu = PTHREAD_MUTEX_INITIALIZER;
+static pa_resv *g_resvs;
+static pa_phys *g_phys;
+
+static bool attr_is_1g(aclrtMemAttr a) {
+    return a == ACL_HBM_MEM_HUGE1G || a == ACL_HBM_MEM_P2P_HUGE1G || a == ACL_MEM_HUGE1G || a == ACL_MEM_P2P_HUGE1G;
+}
+
+/* Device-memory kinds a physical allocation may have. */
+static bool attr_is_device(aclrtMemAttr a) {
+    switch (a) {
+    case ACL_HBM_MEM_HUGE: case ACL_HBM_MEM_NORMAL: case ACL_HBM_MEM_P2P_HUGE: case ACL_HBM_MEM_P2P_NORMAL:
+    case ACL_HBM_MEM_HUGE1G: case ACL_HBM_MEM_P2P_HUGE1G: case ACL_MEM_NORMAL: case ACL_MEM_HUGE:
+    case ACL_MEM_HUGE1G: case ACL_MEM_P2P_NORMAL: case ACL_MEM_P2P_HUGE: case ACL_MEM_P2P_HUGE1G: return true;
+    default: return false;
+    }
+}
+
+static aclError check_prop(const char *api, const aclrtPhysicalMemProp *prop) {
+    if (prop->location.type != ACL_MEM_LOCATION_TYPE_DEVICE) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "%s: prop->location.type must be ACL_MEM_LOCATION_TYPE_DEVICE (1), got %d", api,
+                          (int)prop->location.type);
+    }
+    if (prop->location.id != 0) {
+        return pa_rt_fail(ACL_ERROR_RT_INVALID_DEVICEID,
+                          "%s: prop->location.id %u is invalid: the CPU emulation has exactly one device (0)", api,
+                          (unsigned)prop->location.id);
+    }
+    if (!attr_is_device(prop->memAttr)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "%s: prop->memAttr must be a device memory kind (ACL_HBM_MEM_HUGE/NORMAL/HUGE1G, "
+                          "ACL_MEM_NORMAL/HUGE/HUGE1G or their P2P forms), got %d",
+                          api, (int)prop->memAttr);
+    }
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option,
+                                                 size_t *granularity) {
+    const char *api = "aclrtMemGetAllocationGranularity";
+    if (prop == NULL || granularity == NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: prop and granularity must not be NULL", api);
+    }
+    if (option != ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && option != ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: option must be MINIMUM (0) or RECOMMENDED (1), got %d", api,
+                          (int)option);
+    }
+    aclError rc = check_prop(api, prop);
+    if (rc != ACL_SUCCESS) return rc;
+    *granularity = attr_is_1g(prop->memAttr) ? PA_GRAN_1G : PA_DEVICE_GRANULARITY;
+    return ACL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Physical allocations
+ * ------------------------------------------------------------------------- */
+
+/* Caller holds g_vmm_mu. */
+static pa_phys *phys_find(const void *handle) {
+    for (pa_phys *p = g_phys; p != NULL; p = p->next) {
+        if (p == handle && !p->freed) return p;
+    }
+    return NULL;
+}
+
+/* Caller holds g_vmm_mu; p has no mappings. */
+static void phys_destroy(pa_phys *p) {
+    for (pa_phys **pp = &g_phys; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    close(p->fd);
+    pa_capacity_uncharge(p->size);
+    p->magic = 0;
+    free(p);
+}
+
+PA_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop,
+                                    uint64_t flags) {
+    const char *api = "aclrtMallocPhysical";
+    if (handle == NULL || prop == NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: handle and prop must not be NULL", api);
+    }
+    if (size == 0) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: size must be > 0, got 0", api);
+    if (flags != 0) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: flags must be 0, got %llu", api, (unsigned long long)flags);
+    }
+    if (prop->handleType != ACL_MEM_HANDLE_TYPE_NONE && prop->handleType != ACL_MEM_HANDLE_TYPE_POSIX) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: prop->handleType must be NONE (0) or POSIX (2), got %d", api,
+                          (int)prop->handleType);
+    }
+    if (prop->allocationType != ACL_MEM_ALLOCATION_TYPE_PINNED) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: prop->allocationType must be PINNED (0), got %d", api,
+                          (int)prop->allocationType);
+    }
+    aclError rc = check_prop(api, prop);
+    if (rc == ACL_SUCCESS) rc = pa_rt_require_device(api);
+    if (rc != ACL_SUCCESS) return rc;
+    size_t gran = attr_is_1g(prop->memAttr) ? PA_GRAN_1G : PA_DEVICE_GRANULARITY;
+    if (size > SIZE_MAX - (gran - 1) || (size + gran - 1) / gran * gran > (size_t)INT64_MAX) {
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
+    }
+    size_t bytes = (size + gran - 1) / gran * gran;
+    if (!pa_capacity_charge(bytes)) return pa_capacity_fail(api, bytes);
+    pa_phys *p = calloc(1, sizeof *p);
+    int fd = p == NULL ? -1 : memfd_create("pyaclnn-physical", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+        int err = errno;
+        if (fd >= 0) close(fd);
+        free(p);
+        pa_capacity_uncharge(bytes);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot create a %zu-byte backing object (%s)", api,
+                          bytes, strerror(err));
+    }
+    p->magic = PA_PHYS_MAGIC;
+    p->fd = fd;
+    p->size = bytes;
+    pthread_mutex_lock(&g_vmm_mu);
+    p->next = g_phys;
+    g_phys = p;
+    pthread_mutex_unlock(&g_vmm_mu);
+    *handle = p;
+    return ACL_SUCCESS;
+}
+
+/* While mapped, the memory lives on until the last aclrtUnmapMem (as in CANN). */
+PA_API aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
+    pthread_mutex_lock(&g_vmm_mu);
+    pa_phys *p = phys_find(handle);
+    if (p == NULL) {
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtFreePhysical: handle %p is not a live aclrtMallocPhysical handle (double free?)",
+                          handle);
+    }
+    if (p->maps > 0) p->freed = true;
+    else phys_destroy(p);
+    pthread_mutex_unlock(&g_vmm_mu);
+    return ACL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Address reservations
+ * ------------------------------------------------------------------------- */
+
+PA_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr,
+                                       uint64_t flags) {
+    const char *api = "aclrtReserveMemAddress";
+    if (virPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: virPtr must not be NULL", api);
+    if (size == 0) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: size must be > 0, got 0", api);
+    if (alignment != 0 && (alignment & (alignment - 1)) != 0) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: alignment must be 0 or a power of two, got %zu", api,
+                          alignment);
+    }
+    if (expectPtr != NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: expectPtr must be NULL (fixed addresses are not emulated)",
+                          api);
+    }
+    if (flags > 1) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: flags must be 0 or 1 (huge pages), got %llu", api,
+                          (unsigned long long)flags);
+    }
+    aclError rc = pa_rt_require_device(api);
+    if (rc != ACL_SUCCESS) return rc;
+    size_t align = alignment > PA_DEVICE_GRANULARITY ? alignment : PA_DEVICE_GRANULARITY;
+    if (size > SIZE_MAX / 2 - align) {
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
+    }
+    size_t rounded = (size + PA_DEVICE_GRANULARITY - 1) & ~(PA_DEVICE_GRANULARITY - 1);
+    size_t span = rounded + align;
+    void *m = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    pa_resv *r = m == MAP_FAILED ? NULL : calloc(1, sizeof *r);
+    if (r == NULL) {
+        if (m != MAP_FAILED) munmap(m, span);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot reserve %zu bytes of address space", api,
+                          size);
+    }
+    r->mapping = m;
+    r->mapping_size = span;
+    r->base = ((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1);
+    r->size = rounded;
+    pthread_mutex_lock(&g_vmm_mu);
+    r->next = g_resvs;
+    g_resvs = r;
+    pthread_mutex_unlock(&g_vmm_mu);
+    *virPtr = (void *)r->base;
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtReleaseMemAddress(void *virPtr) {
+    const char *api = "aclrtReleaseMemAddress";
+    pthread_mutex_lock(&g_vmm_mu);
+    pa_resv **rp = &g_resvs;
+    while (*rp != NULL && (*rp)->base != (uintptr_t)virPtr) rp = &(*rp)->next;
+    pa_resv *r = *rp;
+    if (r == NULL || virPtr == NULL) {
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: %p is not the start of a range from aclrtReserveMemAddress",
+                          api, virPtr);
+    }
+    if (r->maps != NULL) {
+        size_t n = 0;
+        for (pa_map *m = r->maps; m != NULL; m = m->next) n++;
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: %p still has %zu mapped range(s); aclrtUnmapMem them first",
+                          api, virPtr, n);
+    }
+    *rp = r->next;
+    pthread_mutex_unlock(&g_vmm_mu);
+    munmap(r->mapping, r->mapping_size);
+    free(r);
+    return ACL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Mapping
+ * ------------------------------------------------------------------------- */
+
+/* Caller holds g_vmm_mu. The reservation holding [va, va+size), or NULL. */
+static pa_resv *resv_containing(uintptr_t va, size_t size) {
+    for (pa_resv *r = g_resvs; r != NULL; r = r->next) {
+        if (va >= r->base && va - r->base <= r->size && size <= r->size - (va - r->base)) return r;
+    }
+    return NULL;
+}
+
+/* The run of adjacent mappings around `at` (in r's sorted list): [*lo, *hi). */
+static void run_bounds(const pa_resv *r, const pa_map *at, uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t start = at->va, end = at->va + at->size;
+    bool grew = true;
+    while (grew) {
+        grew = false;
+        for (const pa_map *m = r->maps; m != NULL; m = m->next) {
+            if (m->va + m->size == start) { start = m->va; grew = true; }
+            if (m->va == end) { end = m->va + m->size; grew = true; }
+        }
+    }
+    *lo = start;
+    *hi = end;
+}
+
+PA_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags) {
+    const char *api = "aclrtMapMem";
+    const uintptr_t va = (uintptr_t)virPtr;
+    const size_t g = PA_DEVICE_GRANULARITY;
+    if (virPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: virPtr must not be NULL", api);
+    if (flags != 0) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: flags must be 0, got %llu", api, (unsigned long long)flags);
+    }
+    if (size == 0 || size % g != 0 || offset % g != 0 || va % g != 0) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "%s: virPtr, size and offset must be multiples of the granularity (%zu) and size > 0, "
+                          "got %p, %zu, %zu",
+                          api, g, virPtr, size, offset);
+    }
+    pthread_mutex_lock(&g_vmm_mu);
+    aclError rc = ACL_SUCCESS;
+    pa_phys *p = phys_find(handle);
+    pa_resv *r = resv_containing(va, size);
+    pa_map *nm = NULL;
+    if (p == NULL) {
+        rc = pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: handle %p is not a live aclrtMallocPhysical handle", api, handle);
+    } else if (offset > p->size || size > p->size - offset) {
+        rc = pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: offset %zu + size %zu exceed the physical allocation (%zu bytes)",
+                        api, offset, size, p->size);
+    } else if (r == NULL) {
+        rc = pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                        "%s: [%p, +%zu) is not inside one range from aclrtReserveMemAddress", api, virPtr, size);
+    }
+    pa_map **ins = NULL;
+    if (rc == ACL_SUCCESS) {
+        ins = &r->maps;
+        while (*ins != NULL && (*ins)->va < va) ins = &(*ins)->next;
+        const pa_map *prev = NULL;
+        for (const pa_map *m = r->maps; m != NULL && m->va < va; m = m->next) prev = m;
+        if ((prev != NULL && prev->va + prev->size > va) || (*ins != NULL && (*ins)->va < va + size)) {
+            const pa_map *c = (prev != NULL && prev->va + prev->size > va) ? prev : *ins;
+            rc = pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: [%p, +%zu) overlaps the mapping [%p, +%zu)", api, virPtr,
+                            size, (void *)c->va, c->size);
+        }
+    }
+    if (rc == ACL_SUCCESS && (nm = calloc(1, sizeof *nm)) == NULL) {
+        rc = pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    }
+    if (rc == ACL_SUCCESS &&
+        mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, p->fd, (off_t)offset) == MAP_FAILED) {
+        rc = pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: mmap failed (%s)", api, strerror(errno));
+    }
+    if (rc != ACL_SUCCESS) {
+        pthread_mutex_unlock(&g_vmm_mu);
+        free(nm);
+        return rc;
+    }
+    /* Merge with the adjacent runs: one registry range per run. */
+    nm->va = va;
+    nm->size = size;
+    nm->phys = p;
+    nm->next = *ins;
+    *ins = nm;
+    uintptr_t lo, hi;
+    run_bounds(r, nm, &lo, &hi);
+    if (lo < va) pa_memreg_remove(lo, PA_MEM_VIRTUAL_MAPPED, NULL);
+    if (hi > va + size) pa_memreg_remove(va + size, PA_MEM_VIRTUAL_MAPPED, NULL);
+    if (!pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, NULL)) {
+        /* Undo: restore the neighbours' ranges and the reservation. */
+        *ins = nm->next;
+        if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, NULL);
+        if (hi > va + size) pa_memreg_add(va + size, hi - (va + size), PA_MEM_VIRTUAL_MAPPED, NULL);
+        mmap(virPtr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+        pthread_mutex_unlock(&g_vmm_mu);
+        free(nm);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the range table", api);
+    }
+    p->maps++;
+    pthread_mutex_unlock(&g_vmm_mu);
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclrtUnmapMem(void *virPtr) {
+    const char *api = "aclrtUnmapMem";
+    const uintptr_t va = (uintptr_t)virPtr;
+    pthread_mutex_lock(&g_vmm_mu);
+    pa_resv *r = virPtr == NULL ? NULL : resv_containing(va, 0);
+    pa_map **mp = r == NULL ? NULL : &r->maps;
+    while (mp != NULL && *mp != NULL && (*mp)->va != va) mp = &(*mp)->next;
+    if (mp == NULL || *mp == NULL) {
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: %p is not the start of a range mapped with aclrtMapMem", api,
+                          virPtr);
+    }
+    pa_map *m = *mp;
+    uintptr_t lo, hi;
+    run_bounds(r, m, &lo, &hi);
+    pa_memreg_remove(lo, PA_MEM_VIRTUAL_MAPPED, NULL);
+    *mp = m->next;
+    /* The pieces left on either side stay registered (a remove frees, so these
+     * adds only reuse memory just released). */
+    if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, NULL);
+    if (hi > va + m->size) pa_memreg_add(va + m->size, hi - (va + m->size), PA_MEM_VIRTUAL_MAPPED, NULL);
+    /* Back to reserved-only: the pages go, the address range stays. */
+    mmap(virPtr, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    pa_phys *p = m->phys;
+    free(m);
+    if (--p->maps == 0 && p->freed) phys_destroy(p);
+    pthread_mutex_unlock(&g_vmm_mu);
+    return ACL_SUCCESS;
+}
