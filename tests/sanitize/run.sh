@@ -14,11 +14,11 @@
 # build-address/ and build-thread/. Environment:
 #   FUZZ_CASES (default 50000), FUZZ_SEED (default 1), STRESS_ITERATIONS (default 200),
 #   FUZZ_AVOID (malformations fuzz_ops leaves out, e.g. "destroy-twice"; default none),
-#   CC / CXX (default gcc / g++).
+#   SAMPLES_DIR (default ../shared/samples beside the checkout), CC / CXX (default gcc / g++).
 # Exits non-zero if any step fails or any sanitizer reports anything.
 set -u
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-SAMPLES="$(cd "$ROOT/.." && pwd)/shared/samples"
+SAMPLES="${SAMPLES_DIR:-$(cd "$ROOT/.." && pwd)/shared/samples}"
 CC="${CC:-gcc}"
 CXX="${CXX:-g++}"
 ONLY=""
@@ -89,6 +89,10 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
         # them). UBSan cannot see the NSA forward sample's printf("%f") of a half
         # value (a sample bug, not the library's); it is not reported.
         mkdir -p "$OUT/samples"
+        if [ ! -e "$SAMPLES/aclnn_scaled_masked_softmax_backward.cpp" ]; then
+            echo "FAIL  vendor samples: none in $SAMPLES (set SAMPLES_DIR)"
+            failed+=("vendor samples")
+        fi
         for src in "$SAMPLES"/*.cpp "$SAMPLES"/forward/*.cpp; do
             [ -e "$src" ] || continue
             header="$(sed -n 's/^#include "\(aclnnop\/[^"]*\)"/\1/p' "$src" | head -n 1)"
