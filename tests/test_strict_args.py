@@ -221,3 +221,18 @@ def test_shared_helpers():
     assert m.dtype == np.bool_ and m.tolist() == [False, True]
     f = np.array([0.0, 1.0], np.float32)
     assert _args.as_mask("m", f) is f
+
+
+def test_runtime_and_tensor_sizes_are_exact_integers(runtime, stream):
+    with pytest.raises(TypeError, match=r"nbytes must be an integer, got float 16.0"):
+        pyaclnn.DeviceBuffer(16.0)
+    with pytest.raises(TypeError, match=r"shape\[1\] must be an integer, got float 2.5"):
+        Tensor.empty((2, 2.5), np.float32)
+    with pytest.raises(TypeError, match=r"timeout_ms must be an integer, got str"):
+        stream.synchronize("100")
+    with pyaclnn.DeviceBuffer(64) as buf:
+        with pytest.raises(TypeError, match=r"offset must be an integer, got float"):
+            Tensor.from_buffer(buf, (4,), np.float32, offset=1.0)
+        t = Tensor.from_buffer(buf, np.array([2, 2]), np.float32, strides=(np.int64(2), 1))
+        assert t.shape == (2, 2) and t.strides == (2, 1)
+        t.close()

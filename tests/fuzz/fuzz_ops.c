@@ -359,16 +359,20 @@ static void td_free(tdesc *d) {
 
 static const aclTensor *td_arg(const tdesc *d) { return d->is_null ? NULL : d->t; }
 
+static void print_list(const int64_t *v, uint64_t n) {
+    for (uint64_t i = 0; i < n && i < MAX_RANK; i++) fprintf(stderr, "%s%lld", i ? "," : "", (long long)v[i]);
+}
+
 static void describe(const tdesc *d) {
     fprintf(stderr, "    %s%s%s%s: %s", d->name, d->mut ? " (" : "", d->mut ? d->mut : "", d->mut ? ")" : "",
             d->is_null ? "NULL" : "");
     if (!d->is_null) {
         fprintf(stderr, "dt=%d fmt=%d dims=[", (int)d->dt, (int)d->fmt);
-        for (uint64_t i = 0; i < d->ndim && i < MAX_RANK; i++) fprintf(stderr, "%s%lld", i ? "," : "", (long long)d->dims[i]);
+        print_list(d->dims, d->ndim);
         fprintf(stderr, "] strides=[");
-        for (uint64_t i = 0; i < d->ndim && i < MAX_RANK; i++) fprintf(stderr, "%s%lld", i ? "," : "", (long long)d->strides[i]);
+        print_list(d->strides, d->ndim);
         fprintf(stderr, "]%s offset=%lld storage=[", d->null_strides ? "(NULL)" : "", (long long)d->offset);
-        for (uint64_t i = 0; i < d->nstorage && i < MAX_RANK; i++) fprintf(stderr, "%s%lld", i ? "," : "", (long long)d->storage[i]);
+        print_list(d->storage, d->nstorage);
         fprintf(stderr, "] data=%d alloc=%zu%s%s", (int)d->data_kind, d->alloc_bytes, d->bad_view ? " BAD-VIEW" : "",
                 d->bad_addr ? " BAD-ADDR" : "");
     }
@@ -458,7 +462,10 @@ static void after_accept(rng_t *r, int64_t idx, const case_t *c, aclOpExecutor *
         const aclError sr2 = aclrtSynchronizeStream(s);
         if (sr == ACL_SUCCESS) sr = sr2;
     }
-    if (g_verbose) fprintf(stderr, "  launch kind %d x%d: %s; synchronize %d\n", how, launches, rejected ? "rejected" : "ok", (int)sr);
+    if (g_verbose) {
+        fprintf(stderr, "  launch kind %d x%d: %s; synchronize %d\n", how, launches, rejected ? "rejected" : "ok",
+                (int)sr);
+    }
     if (sr == ACL_SUCCESS) g_c->sync_ok++;
     else g_c->sync_error++;
     if (bad_addr) {
@@ -742,7 +749,8 @@ int main(int argc, char **argv) {
                 break;
             }
             if (g_c->first_crash < 0) g_c->first_crash = g_c->next_case;
-            fprintf(stderr, "fuzz_ops: CRASH in case %lld (%s %d); replay: --seed %llu --first %lld --cases 1 --verbose\n",
+            fprintf(stderr,
+                    "fuzz_ops: CRASH in case %lld (%s %d); replay: --seed %llu --first %lld --cases 1 --verbose\n",
                     (long long)g_c->next_case, WIFSIGNALED(status) ? "signal" : "exit status",
                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), (unsigned long long)seed,
                     (long long)g_c->next_case);
