@@ -10,7 +10,9 @@ Layers, from raw to convenient:
 * :class:`Tensor` (numpy <-> aclTensor) and the two-phase operator functions
   under their C names, e.g. :func:`aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize`.
 * one-call helpers on numpy arrays: :func:`scaled_masked_softmax_backward`,
-  :func:`nsa_selected_attention_grad`.
+  :func:`nsa_selected_attention_grad` (module ``pyaclnn.ops``).
+* ``pyaclnn.reference``: float64 numpy references of the ops (imported on
+  first use).
 
 Every integer constant of the headers (``ACL_FLOAT``, ``ACL_FORMAT_ND``,
 ``ACLNN_ERR_PARAM_NULLPTR``, ...) is also an attribute of this module.
@@ -30,6 +32,17 @@ from .ops import nsa_selected_attention_grad, scaled_masked_softmax_backward
 __version__ = "0.1.0"
 
 globals().update(_constants())
+
+
+def __getattr__(name):
+    # Submodules that `import pyaclnn` does not load until first used.
+    if name == "reference":
+        import importlib
+
+        module = importlib.import_module("." + name, __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError("module 'pyaclnn' has no attribute %r" % name)
 
 
 def home():

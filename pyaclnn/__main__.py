@@ -1,4 +1,4 @@
-"""Command line: ``python -m pyaclnn {home,info,cflags,libs,demo}``.
+"""Command line: python -m pyaclnn {home,info,cflags,libs,demo}
 
 home    print the toolkit root (include/, lib64/, set_env.sh, samples/)
 info    print the backend, the loaded libraries and the runtime description
@@ -116,8 +116,8 @@ def cmd_demo(args):
         os.mkdir(dump)
         _run([os.path.join(tmp, "a.out"), "--dump", dump], tmp)
         _check_dump(dump)
-        print("\n== 3. the same flow from Python (pyaclnn two-phase API)")
-        _run([sys.executable, os.path.join(src_dir, SAMPLE + ".py")], tmp)
+        print("\n== 3. the same flow from Python (pyaclnn two-phase API), on the inputs of step 2")
+        _run([sys.executable, os.path.join(src_dir, SAMPLE + ".py"), "--inputs", dump], tmp)
         print("\n== 4. aclnnNsaSelectedAttentionGrad: build and run its C++ sample"
               " (it checks itself against a double-precision loop)")
         shutil.copy(os.path.join(src_dir, NSA_SAMPLE + ".cpp"), os.path.join(tmp, "nsa.cpp"))
@@ -139,7 +139,10 @@ def cmd_demo(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m pyaclnn", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m pyaclnn", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="pyaclnn %s: Huawei CANN's aclnn and AscendCL API on the CPU." % pyaclnn.__version__,
+        epilog=__doc__.split("\n", 2)[2].rstrip() + "\n\nThe benchmark: python -m pyaclnn.bench --help")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("home", help="print the toolkit root").set_defaults(fn=cmd_home)
     sub.add_parser("info", help="print backend, libraries, runtime info").set_defaults(fn=cmd_info)

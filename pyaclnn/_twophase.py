@@ -60,6 +60,7 @@ class Executor:
 
     def set_output(self, index, tensor):
         """aclSetOutputTensorAddr: rebind output ``index`` to ``tensor``'s memory."""
+        _out_arg(tensor, "output %d" % index)
         self._rebind(lib.aclSetOutputTensorAddr, "aclSetOutputTensorAddr", index, tensor)
 
     def _rebind(self, fn, api, index, tensor):
@@ -122,6 +123,12 @@ def _tensor_arg(x, name):
                     % (name, type(x).__name__))
 
 
+def _out_arg(x, name):
+    if isinstance(x, Tensor) and not x.writable:
+        raise ValueError("%s: the borrowed array is read-only; an output needs a writable array" % name)
+    return _tensor_arg(x, name)
+
+
 def _int_array(values, name):
     """aclIntArray* for a sequence of ints (NULL for None); caller destroys it."""
     values = as_int_list(name, values)
@@ -177,7 +184,7 @@ def _phase2(api, fn, workspace, workspace_size, executor, stream):
 def aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad, y, mask, scale, fix_triu_mask, out):
     """Phase 1 of aclnnScaledMaskedSoftmaxBackward -> (workspace_size, Executor)."""
     args = (_tensor_arg(grad, "gradOutput"), _tensor_arg(y, "y"), _tensor_arg(mask, "mask"),
-            as_double("scale", scale), as_bool("fix_triu_mask", fix_triu_mask), _tensor_arg(out, "out"))
+            as_double("scale", scale), as_bool("fix_triu_mask", fix_triu_mask), _out_arg(out, "out"))
     return _phase1("aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize",
                    "aclnnScaledMaskedSoftmaxBackward",
                    lib.aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize, args,
@@ -218,8 +225,8 @@ def aclnnNsaSelectedAttentionGradGetWorkspaceSize(
                     _tensor_arg(softmax_max, "softmaxMax"), _tensor_arg(softmax_sum, "softmaxSum"),
                     _tensor_arg(topk_indices, "topkIndices"), qlen, kvlen,
                     _tensor_arg(atten_mask, "attenMaskOptional"), *attrs, layout,
-                    sparse_mode, _tensor_arg(dq, "dqOut"), _tensor_arg(dk, "dkOut"),
-                    _tensor_arg(dv, "dvOut"))
+                    sparse_mode, _out_arg(dq, "dqOut"), _out_arg(dk, "dkOut"),
+                    _out_arg(dv, "dvOut"))
             return _phase1("aclnnNsaSelectedAttentionGradGetWorkspaceSize",
                            "aclnnNsaSelectedAttentionGrad",
                            lib.aclnnNsaSelectedAttentionGradGetWorkspaceSize, args,

@@ -5,6 +5,9 @@ tensor: the array's whole storage (the memory of the base array it is a view
 of) is copied into ONE device allocation, and the aclTensor's view shape,
 strides and offset (in elements) reproduce the numpy view on it. A strided
 slice therefore stays a strided aclTensor instead of being made contiguous.
+
+:meth:`Tensor.borrow` instead uses the array's memory in place, registered
+with aclrtHostRegister (see ``pyaclnn._hostmem``): no copy at all.
 """
 import ml_dtypes
 import numpy as np
@@ -12,9 +15,10 @@ import numpy as np
 from ._args import MAX_DIMS, as_int, as_int_list
 from ._errors import AclError, check, get_recent_err_msg
 from ._ffi import ffi, lib
+from ._hostmem import BorrowError, acquire as _acquire_host, buffer_span, byte_span
 from .runtime import DeviceBuffer, ensure_initialized
 
-__all__ = ["Tensor", "as_dtype", "acl_dtype_of", "SUPPORTED_DTYPES"]
+__all__ = ["Tensor", "as_dtype", "acl_dtype_of", "SUPPORTED_DTYPES", "BorrowError"]
 
 # numpy dtype -> aclDataType member name
 _ACL_DTYPE_NAMES = (
@@ -109,8 +113,56 @@ def _storage_of(array):
     return start, (stop - start) // item, byte_offset // item, tuple(s // item for s in array.strides)
 
 
+def unborrowable_reason(array, dt):
+    """Why kernels cannot use `array`'s memory in place as dtype `dt` (None if they can)."""
+    if array.dtype != dt:
+        return "its dtype %s is not the kernels' %s (a byte-swapped or other dtype)" % (
+            array.dtype.str, dt)
+    if array.size == 0:
+        return "it is empty"
+    item = array.itemsize
+    if not array.flags.aligned or array.__array_interface__["data"][0] % item:
+        return "its data is not aligned to its %d-byte elements" % item
+    if any(s < 0 for s in array.strides):
+        return "it has negative strides %s" % (array.strides,)
+    if any(s % item for s in array.strides):
+        return "its strides %s are not whole %d-byte elements" % (array.strides, item)
+    return None
+
+
+class _HostMemory:
+    """The memory of a borrowed array, as seen by the device: ``cdata`` is the
+    device address of the lowest byte the view touches."""
+
+    def __init__(self, host_range, lo, nbytes, owns_range):
+        self._range = host_range
+        self._owns_range = owns_range
+        self._ptr = ffi.cast("void *", host_range.device_address(lo))
+        self.nbytes = nbytes
+
+    @property
+    def cdata(self):
+        if self._ptr is None:
+            raise ValueError("borrowed memory is released")
+        return self._ptr
+
+    @property
+    def ptr(self):
+        return int(ffi.cast("uintptr_t", self.cdata))
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def close(self):
+        self._ptr = None
+        if self._owns_range:
+            self._range.close()
+
+
 class Tensor:
-    """An aclTensor over device memory holding a copy of a numpy array.
+    """An aclTensor over device memory holding a copy of a numpy array, or
+    over the array itself (:meth:`borrow`).
 
     ``Tensor(array)`` copies the array's storage to the device and keeps its
     view (shape, strides, offset); ``Tensor.empty(shape, dtype)`` allocates an
@@ -121,14 +173,17 @@ class Tensor:
     contiguous array first.
     """
 
+    array = None  # the borrowed numpy array (None for a device copy)
+    writable = True
+
     def __init__(self, array, *, dtype=None, format=None):
         array = np.asarray(array)
         dt = as_dtype(array.dtype if dtype is None else dtype)
         if array.dtype != dt:  # also fixes a non-native byte order
             array = array.astype(dt)
         start, storage_elems, offset, strides = _storage_of(array)
-        if start is None:  # negative or odd strides: copy to a plain array
-            array = np.ascontiguousarray(array)
+        if start is None:  # negative or odd strides, or misaligned: copy to a plain array
+            array = np.array(array, order="C", copy=True)
             start, storage_elems, offset, strides = _storage_of(array)
         buffer = DeviceBuffer(max(storage_elems, 1) * dt.itemsize)
         try:
@@ -156,6 +211,65 @@ class Tensor:
         except BaseException:
             buffer.close()
             raise
+        return self
+
+    @classmethod
+    def borrow(cls, array, *, format=None):
+        """An aclTensor over `array`'s own memory: no copy (zero-copy).
+
+        The array's underlying buffer is registered with aclrtHostRegister (once
+        per buffer, shared by every borrowed view of it) until ``close()``; the
+        view keeps its shape and strides. Kernels read inputs from the array and
+        write outputs into it: borrow ``np.empty(...)`` for an output and read it
+        after ``stream.synchronize()``.
+
+        Lifetime: the array must stay alive and unchanged (no writes, no resize)
+        until every stream that uses the tensor is synchronized. The Tensor keeps
+        a reference to it, and an Executor or launch keeps the Tensor, so it
+        stays alive; don't ``close()`` the Tensor before synchronizing either.
+
+        Meant for the cpu backend, where device memory is host memory. On real
+        CANN the tensor uses the device address aclrtHostRegister returns, but CANN
+        may refuse memory that is not page-aligned, and NPU kernels read host
+        memory slowly: copy with ``Tensor(array)`` there.
+
+        Raises BorrowError (a ValueError) for arrays the kernels cannot use as
+        they are: non-native byte order, misaligned data, negative strides, or
+        memory that partly overlaps another registered range; TypeError for
+        dtypes aclTensor cannot hold. An empty array gets a device tensor.
+        """
+        array = np.asarray(array)
+        dt = as_dtype(array.dtype)
+        if array.size == 0:
+            return cls(array, format=format)
+        reason = unborrowable_reason(array, dt)
+        if reason is not None:
+            raise BorrowError("Tensor.borrow: the kernels cannot use this array in place: %s; "
+                              "Tensor(array) copies it" % reason)
+        host_range = _acquire_host(*buffer_span(array))
+        try:
+            return cls._over_host(array, host_range, True, format)
+        except BaseException:
+            host_range.close()
+            raise
+
+    @classmethod
+    def _over_host(cls, array, host_range, owns_range, format=None):
+        """A borrowed tensor on `array` (checked by unborrowable_reason) inside
+        the registered `host_range`; closing the tensor releases the range when
+        `owns_range`."""
+        dt = array.dtype
+        lo, hi = byte_span(array)  # lo is the data address: no stride is negative
+        memory = _HostMemory(host_range, lo, hi - lo, owns_range)
+        self = cls.__new__(cls)
+        try:
+            self._init(memory, True, array.shape, dt, tuple(s // dt.itemsize for s in array.strides),
+                       0, ((hi - lo) // dt.itemsize,), format)
+        except BaseException:
+            memory.close()
+            raise
+        self.array = array
+        self.writable = bool(array.flags.writeable)
         return self
 
     @classmethod
@@ -220,9 +334,13 @@ class Tensor:
         This is a synchronous aclrtMemcpy: as with CANN, synchronize the stream
         that writes the tensor before reading it."""
         self.handle  # raises if closed
+        if self.array is not None:
+            return np.array(self.array, order="C", copy=True)
         if self.size == 0:
             return np.empty(self.shape, self.dtype)
         item = self.dtype.itemsize
+        if self.strides == _contiguous_strides(self.shape):  # one copy, straight into the result
+            return self.buffer.copy_to_host(np.empty(self.shape, self.dtype), self.offset * item)
         lo, hi = _extent(self.shape, self.strides)
         first = self.offset + lo
         host = np.empty(hi - lo + 1, self.dtype)
@@ -232,7 +350,8 @@ class Tensor:
         return view.copy(order="C")
 
     def close(self):
-        """aclDestroyTensor, then free the device memory if the tensor owns it."""
+        """aclDestroyTensor, then free the device memory if the tensor owns it
+        (for a borrowed array: release its registration)."""
         handle, self._handle = self._handle, None
         try:
             if handle is not None:
@@ -257,8 +376,9 @@ class Tensor:
         # the DeviceBuffer frees itself when collected
 
     def __repr__(self):
-        return ("<pyaclnn.Tensor shape=%s dtype=%s strides=%s offset=%d%s>"
+        return ("<pyaclnn.Tensor shape=%s dtype=%s strides=%s offset=%d%s%s>"
                 % (self.shape, self.dtype, self.strides, self.offset,
+                   " borrowed" if self.array is not None else "",
                    " closed" if self._handle is None else ""))
 
 

@@ -1,12 +1,17 @@
 """Backward of a causal attention softmax with aclnnScaledMaskedSoftmaxBackward,
 from Python, through pyaclnn's two-phase API (the same flow as the C++ sample).
 
-    python scaled_masked_softmax_backward.py
+    python scaled_masked_softmax_backward.py [--inputs DIR]
 
 It builds attention probabilities y = softmax(scale * logits) under a causal
 mask and a random upstream gradient dy, runs the operator on a stream, and
 compares the result with pyaclnn.reference (float64). Exits non-zero on failure.
+With --inputs DIR it takes dy, y, the mask and the scale from the files the C++
+sample writes with --dump DIR instead, so both print dx[0,0] of the same data,
+and checks that its result equals the C++ one bit for bit.
 """
+import argparse
+import os
 import sys
 
 import ml_dtypes
@@ -30,6 +35,17 @@ def make_inputs(rng):
     return dy, y, mask
 
 
+def load_inputs(dump):
+    """dy, y, mask, scale and the C++ result from the C++ sample's --dump directory."""
+    with open(os.path.join(dump, "meta.txt")) as f:
+        b, n, s1, s2, mb, mn, scale = f.read().split()
+    shape = (int(b), int(n), int(s1), int(s2))
+    load = lambda name, dtype, shp: np.fromfile(os.path.join(dump, name), dtype).reshape(shp)
+    mask = load("mask.bin", np.uint8, (int(mb), int(mn), shape[2], shape[3])).astype(bool)
+    return (load("grad.bin", np.float32, shape), load("y.bin", np.float32, shape), mask, float(scale),
+            load("out.bin", np.float32, shape))
+
+
 def two_phase(dy, y, mask, stream):
     """Phase 1 (plan) and phase 2 (launch) on `stream`; returns dx as numpy."""
     with pyaclnn.Tensor(dy) as dy_t, pyaclnn.Tensor(y) as y_t, pyaclnn.Tensor(mask) as mask_t, \
@@ -46,9 +62,18 @@ def two_phase(dy, y, mask, stream):
         return out_t.numpy(), size
 
 
-def main():
-    rng = np.random.default_rng(2024)
-    dy, y, mask = make_inputs(rng)
+def main(argv=None):
+    global SCALE
+    parser = argparse.ArgumentParser(description="aclnnScaledMaskedSoftmaxBackward from Python")
+    parser.add_argument("--inputs", metavar="DIR", help="use the inputs the C++ sample dumped to DIR")
+    args = parser.parse_args(argv)
+    cpp_dx = None
+    if args.inputs:
+        dy, y, mask, SCALE, cpp_dx = load_inputs(args.inputs)
+        print("inputs: the C++ sample's (from %s)" % args.inputs)
+    else:
+        dy, y, mask = make_inputs(np.random.default_rng(2024))
+        print("inputs: random (seed 2024); --inputs DIR takes the C++ sample's instead")
     ref = reference.scaled_masked_softmax_backward(dy, y, mask, SCALE)
     ok = True
 
@@ -63,9 +88,13 @@ def main():
         print("dx[0,0] (rows = queries, columns = keys; masked entries are 0):")
         print(np.array2string(dx[0, 0], precision=6, suppress_small=True, max_line_width=120))
         print("largest |row sum of dx| = %.3g (softmax gradients sum to 0 per row)"
-              % np.max(np.abs(dx.sum(axis=-1))))
+              % np.max(np.abs(dx.sum(axis=-1, dtype=np.float64))))
         print("float32:  max |dx - reference| = %.3g" % err)
         ok &= err <= 1e-5
+        if cpp_dx is not None:
+            same = bool(np.array_equal(dx.view(np.uint32), cpp_dx.view(np.uint32)))
+            print("float32:  equal bit for bit to the C++ sample's dx: %s" % same)
+            ok &= same
 
         # bfloat16 through a strided view: every other key column of a wider
         # array, passed as a non-contiguous aclTensor over one allocation.

@@ -9,15 +9,18 @@
  * NaN-propagation order; then rounded to the output dtype with
  * round-to-nearest-even (pa_half.h).
  *
- * Summation order (all tiers, so results are bitwise identical across tiers):
- * 64 partial sums acc[0..63]; element i of the row goes to acc[i % 64] in
- * increasing i. They are then combined by a fixed tree:
- *   t16[l] = (acc[l] + acc[16+l]) + (acc[32+l] + acc[48+l])   l < 16
- *   t8[l]  = t16[l] + t16[l+8];  t4[l] = t8[l] + t8[l+4];
- *   t2[l]  = t4[l] + t4[l+2];    s = t2[0] + t2[1]
- * which is what 4 zmm or 8 ymm accumulators fold to naturally. (The SIMD tiers
- * run the lower tree levels of several short rows at once; the adds, and so
- * the bits, are the same.)
+ * Summation order: the vendor's (the NPU's, as its system-test golden
+ * reproduces it: hicann/ops-nn, vfusion/scaled_masked_softmax_grad_v2/tests/st),
+ * the same in every tier, so results are bitwise identical across tiers:
+ *   S2 <= 1024: pad the row with +0.0 to a multiple of 64; blocks of 8 summed
+ *     as ((x0+x1)+(x2+x3))+((x4+x5)+(x6+x7)); block sums 0..7 start 8
+ *     accumulators, blocks 8m+j are then added to acc[j] for m = 1, 2, ... in
+ *     order; s = ((a0+a1)+(a2+a3))+((a4+a5)+(a6+a7)).
+ *   S2 > 1024: chunks of 64 (the last may be shorter, unpadded); each chunk,
+ *     then the list of chunk sums, summed by a pairwise tree that adds adjacent
+ *     pairs level by level and gives a level of odd length one +0.0 at its end.
+ * A full chunk's tree is the 8-block tree above applied twice, which is what
+ * the SIMD tiers compute with in-register shuffles.
  */
 #ifndef PA_SOFTMAX_GRAD_H
 #define PA_SOFTMAX_GRAD_H
@@ -27,6 +30,9 @@
 
 #include "acl/acl_base.h"
 #include "cpu/pa_cpu.h"
+
+/* Longest row (S2) the op accepts; the kernels size their chunk-sum buffers by it. */
+#define PA_SMSB_MAX_S2 4096
 
 /* The problem, as the kernels see it. Pointers address element 0 of each view
  * (base + offset); strides are in elements and non-negative. The mask's strides

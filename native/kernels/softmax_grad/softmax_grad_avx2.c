@@ -1,10 +1,11 @@
 /* Scaled masked softmax backward, AVX2 + FMA + F16C (FMA is deliberately not
- * used: every op is rounded on its own). Two passes per row: a dot product with
- * 8 ymm accumulators (64 columns per step, the lane layout of softmax_grad.h),
- * then the output pass, which prefetches the next row. Large outputs are
- * streamed (non-temporal stores). Heads / tails go through small zero-padded
- * stack buffers. Rows up to 64 columns go in groups of 8 rows: one sum tree for
- * the group and one flat output stream (see "short rows" below); same bits. */
+ * used: every op is rounded on its own). Two passes per row: the row sum in the
+ * vendor's order (softmax_grad.h: 64 columns per step, whose 8 block sums
+ * come out of an in-register pairwise tree), then the output pass, which
+ * prefetches the next row. Large outputs are streamed (non-temporal stores).
+ * Heads / tails go through small zero-padded stack buffers. Rows up to 64
+ * columns go in groups of 8 rows: one sum tree for the group and one flat
+ * output stream (see "short rows" below); same bits. */
 #include "kernels/softmax_grad/softmax_grad_impl.h"
 
 #include <immintrin.h>
@@ -55,15 +56,25 @@ static inline __m256 keep_lanes(const uint8_t *m) {
     return _mm256_castsi256_ps(_mm256_cmpeq_epi32(w, _mm256_setzero_si256()));
 }
 
-/* The combination tree of softmax_grad.h applied to 8 x 8 accumulators. */
-static inline float reduce8(const __m256 b[8]) {
-    const __m256 c0 = _mm256_add_ps(_mm256_add_ps(b[0], b[2]), _mm256_add_ps(b[4], b[6]));
-    const __m256 c1 = _mm256_add_ps(_mm256_add_ps(b[1], b[3]), _mm256_add_ps(b[5], b[7]));
-    const __m256 t8 = _mm256_add_ps(c0, c1);
-    const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
-    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-    const __m128 t1 = _mm_add_ss(t2, _mm_shuffle_ps(t2, t2, 1));
-    return _mm_cvtss_f32(t1);
+/* Lane k: ((x0+x1)+(x2+x3))+((x4+x5)+(x6+x7)) over the 8 lanes x of v[k]
+ * (_mm256_hadd_ps adds adjacent lanes: exactly the tree's pairs). */
+static inline __m256 tree8x8(const __m256 v[8]) {
+    const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    /* q0: lanes 0-3 = (x0..x3) of v[0..3], lanes 4-7 = (x4..x7) of v[0..3]; q1 likewise for v[4..7] */
+    return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
+}
+/* The same when v[4..7] are all +0.0 (their lanes come out +0.0). */
+static inline __m256 tree8x8_lo4(const __m256 v[8]) {
+    const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 z = _mm256_setzero_ps();
+    return _mm256_add_ps(_mm256_permute2f128_ps(q0, z, 0x20), _mm256_permute2f128_ps(q0, z, 0x31));
+}
+
+static inline float tree8_of(__m256 a) {
+    _Alignas(32) float t[8];
+    _mm256_store_ps(t, a);
+    return pa_smsb_tree8(t);
 }
 
 /* masked ? +0 : ((g*y - s*y) * sc), each op rounded; a NaN becomes the default
@@ -92,44 +103,82 @@ static inline __m256 out_vec(__m256 g, __m256 y, __m256 s, __m256 sc, __m256 kee
         memcpy(o + (c) * (ES), ob_, (size_t)((cnt) * (ES)));                                     \
     } while (0)
 
-/* Row kernel: pass 1 (dot product), then pass 2 (outputs) while prefetching the
+/* The 64 products of columns c .. c+63 (8 per vector). */
+#define PA_SMSB_PROD64_AVX2(p, ES, LD, gp, yp, c)                                                 \
+    for (int k_ = 0; k_ < 8; k_++)                                                              \
+        p[k_] = _mm256_mul_ps(LD((gp) + ((c) + 8 * k_) * (ES)), LD((yp) + ((c) + 8 * k_) * (ES)))
+
+/* The row sum in the vendor's order. Per step of 64 columns, tree8x8 gives the
+ * 8 block sums; rows up to PA_SMSB_ACC8_MAX add them to 8 accumulators (the
+ * last step zero-padded), longer rows fold them, 8 steps at a time, to chunk
+ * sums (tree8x8 again) and finish with pa_smsb_pairwise, like a last short
+ * chunk. */
+#define PA_SMSB_ROW_SUM_AVX2(NAME, ES, LD)                                                        \
+    static float NAME(const char *g, const char *y, int64_t n) {                                \
+        const bool acc8 = n <= PA_SMSB_ACC8_MAX;                                                \
+        __m256 acc = _mm256_set1_ps(-0.0f); /* -0.0 + b == b: the first step starts it */      \
+        __m256 p[8], bs[8];                                                                     \
+        float csum[PA_SMSB_CHUNKS_BUF];                                                         \
+        int nb = 0;                                                                             \
+        int64_t nc = 0, i = 0;                                                                  \
+        for (; i + 64 <= n; i += 64) {                                                          \
+            PA_SMSB_PROD64_AVX2(p, ES, LD, g, y, i);                                            \
+            const __m256 b = tree8x8(p);                                                        \
+            if (acc8) {                                                                         \
+                acc = _mm256_add_ps(acc, b);                                                    \
+            } else {                                                                            \
+                bs[nb++] = b;                                                                   \
+                if (nb == 8) {                                                                  \
+                    _mm256_storeu_ps(csum + nc, tree8x8(bs));                                   \
+                    nc += 8, nb = 0;                                                            \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+        if (i < n) { /* the last, partial chunk: products of zero-padded copies */              \
+            _Alignas(32) char gb[64 * (ES)], yb[64 * (ES)];                                     \
+            memset(gb, 0, sizeof gb);                                                           \
+            memset(yb, 0, sizeof yb);                                                           \
+            memcpy(gb, g + i * (ES), (size_t)((n - i) * (ES)));                                 \
+            memcpy(yb, y + i * (ES), (size_t)((n - i) * (ES)));                                 \
+            PA_SMSB_PROD64_AVX2(p, ES, LD, gb, yb, 0);                                          \
+            if (acc8) {                                                                         \
+                acc = _mm256_add_ps(acc, tree8x8(p));                                           \
+            } else {                                                                            \
+                _Alignas(32) float x[64];                                                       \
+                for (int k = 0; k < 8; k++) _mm256_store_ps(x + 8 * k, p[k]);                    \
+                if (nb > 0) {                                                                   \
+                    for (int k = nb; k < 8; k++) bs[k] = _mm256_setzero_ps();                   \
+                    _mm256_storeu_ps(csum + nc, tree8x8(bs));                                   \
+                    nc += nb, nb = 0;                                                           \
+                }                                                                               \
+                csum[nc++] = pa_smsb_pairwise(x, n - i);                                        \
+            }                                                                                   \
+        }                                                                                       \
+        if (acc8) return tree8_of(acc);                                                         \
+        if (nb > 0) {                                                                           \
+            for (int k = nb; k < 8; k++) bs[k] = _mm256_setzero_ps();                           \
+            _mm256_storeu_ps(csum + nc, tree8x8(bs));                                           \
+            nc += nb;                                                                           \
+        }                                                                                       \
+        return pa_smsb_pairwise(csum, nc);                                                      \
+    }
+
+PA_SMSB_ROW_SUM_AVX2(row_sum_f32, 4, ld_f32)
+PA_SMSB_ROW_SUM_AVX2(row_sum_f16, 2, ld_f16)
+PA_SMSB_ROW_SUM_AVX2(row_sum_bf16, 2, ld_bf16)
+
+/* Row kernel: pass 1 (the row sum), then pass 2 (outputs) while prefetching the
  * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
-#define PA_SMSB_ROW_AVX2(NAME, ES, LD, ST, STNT)                                                 \
+#define PA_SMSB_ROW_AVX2(NAME, SUM, ES, LD, ST, STNT)                                            \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
                      bool nt) {                                                                 \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         const char *gn = (const char *)gnv, *yn = (const char *)ynv;                            \
         char *o = (char *)ov;                                                                   \
-        __m256 b[8];                                                                            \
-        for (int k = 0; k < 8; k++) b[k] = _mm256_setzero_ps();                                 \
-        int64_t i = 0;                                                                          \
-        for (; i + 64 <= n; i += 64) {                                                          \
-            for (int k = 0; k < 8; k++) {                                                       \
-                const int64_t c = i + 8 * k;                                                    \
-                b[k] = _mm256_add_ps(b[k], _mm256_mul_ps(LD(g + c * (ES)), LD(y + c * (ES))));  \
-            }                                                                                   \
-        }                                                                                       \
-        if (i < n) {                                                                            \
-            /* last partial step: zero-padded copies; add only the lanes < rem */              \
-            const int64_t rem = n - i;                                                          \
-            _Alignas(32) char gb[64 * (ES)], yb[64 * (ES)];                                     \
-            memset(gb, 0, sizeof gb);                                                           \
-            memset(yb, 0, sizeof yb);                                                           \
-            memcpy(gb, g + i * (ES), (size_t)(rem * (ES)));                                     \
-            memcpy(yb, y + i * (ES), (size_t)(rem * (ES)));                                     \
-            const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                     \
-            for (int k = 0; k < 8 && k * 8 < rem; k++) {                                        \
-                const __m256 valid = _mm256_castsi256_ps(                                       \
-                    _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(rem - k * 8)), iota));           \
-                const __m256 p = _mm256_mul_ps(LD(gb + k * 8 * (ES)), LD(yb + k * 8 * (ES)));   \
-                b[k] = _mm256_blendv_ps(b[k], _mm256_add_ps(b[k], p), valid);                   \
-            }                                                                                   \
-        }                                                                                       \
-        const __m256 s = _mm256_set1_ps(reduce8(b));                                            \
+        const __m256 s = _mm256_set1_ps(SUM(g, y, n));                                          \
         const __m256 sc = _mm256_set1_ps(scale);                                                \
-        i = 0;                                                                                  \
-        int64_t head = 0;                                                                       \
+        int64_t i = 0, head = 0;                                                                \
         const bool stream = nt && (uintptr_t)o % (ES) == 0;                                     \
         if (stream) {                                                                           \
             /* peel to a 64-byte boundary so the streamed stores fill whole lines */            \
@@ -153,41 +202,17 @@ static inline __m256 out_vec(__m256 g, __m256 y, __m256 s, __m256 sc, __m256 kee
         for (; i < n; i += 8) PA_SMSB_PART_AVX2(ES, LD, ST, i, (n - i < 8 ? n - i : 8));        \
     }
 
-PA_SMSB_ROW_AVX2(row_f32, 4, ld_f32, st_f32, stnt_f32)
-PA_SMSB_ROW_AVX2(row_f16, 2, ld_f16, st_f16, stnt_f16)
-PA_SMSB_ROW_AVX2(row_bf16, 2, ld_bf16, st_bf16, stnt_bf16)
+PA_SMSB_ROW_AVX2(row_f32, row_sum_f32, 4, ld_f32, st_f32, stnt_f32)
+PA_SMSB_ROW_AVX2(row_f16, row_sum_f16, 2, ld_f16, st_f16, stnt_f16)
+PA_SMSB_ROW_AVX2(row_bf16, row_sum_bf16, 2, ld_bf16, st_bf16, stnt_bf16)
 
 /* ---- short rows: groups of 8 rows (see pa_smsb_drive_short) ----
  *
- * As in the AVX-512 file: pass 1 folds each row's (at most 8) vectors, which
- * are its partial sums acc[i % 64] (at most one element each; absent vectors
- * are +0.0), to its t8 (the first tree levels), hsum8 finishes the tree for 8
- * rows at once with the oracle's adds, and pass 2 writes the group's outputs as
- * one flat stream, each lane fetching its row's sum. A partial here is the
- * product p itself where the oracle has +0.0 + p: that only changes the sign of
- * zero sums (the oracle never has -0.0), so one final + (+0.0) gives the
- * oracle's bits (see softmax_grad_avx512.c). */
-
-/* The tree levels below t8 for 8 rows: t[r] = t8 of row r; s of row r in lane r. */
-static inline __m256 hsum8(const __m256 t[8]) {
-    __m256 u[4], w[2];
-    for (int i = 0; i < 4; i++) {
-        /* t4[l] = t8[l] + t8[l+4]: lanes 0-3 row 2i, lanes 4-7 row 2i+1 */
-        const __m256 a = t[2 * i], b = t[2 * i + 1];
-        u[i] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-    }
-    for (int i = 0; i < 2; i++) {
-        /* t2[l] = t4[l] + t4[l+2]: 128-bit half j holds rows 4i+j (lanes 0, 1) and 4i+2+j (lanes 2, 3) */
-        const __m256 a = u[2 * i], b = u[2 * i + 1];
-        w[i] = _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    /* s = t2[0] + t2[1]: lane 4j+k holds row 2k+j */
-    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    return _mm256_add_ps(_mm256_permutevar8x32_ps(s, order), _mm256_setzero_ps());
-}
+ * Pass 1: a row of n <= 64 columns is one zero-padded chunk, so its sum is the
+ * pairwise tree of its 64 (padded) products: tree8x8 of its 8 vectors gives its
+ * block sums, and tree8x8 of the 8 rows' block-sum vectors gives the 8 row
+ * sums at once, row r in lane r. Pass 2 writes the group's outputs as one flat
+ * stream, each lane fetching its row's sum. */
 
 /* The sums of the rows of elements e .. e+7, from x = e + l + 0.5 (lane l):
  * row = floor(x / n), exact in fp32 here (x < 2^10, n <= 64; see the AVX-512 file). */
@@ -199,7 +224,8 @@ static inline __m256 sums_of(__m256 S, __m256 x, __m256 inv_n) {
 }
 static inline __m256 sums_at(__m256 S, int64_t e, __m256 inv_n) { return sums_of(S, elem_pos(e), inv_n); }
 
-/* Pass 1 for the 8 rows with NV vectors per row (the last holds tl elements).
+/* Pass 1 for the 8 rows with NV vectors per row (the last holds tl elements):
+ * t[r] = the block sums of row r.
  * The last vector is read in place when the 8 elements stay inside the group
  * (then the lanes past the row are cleared), else from a zero-padded copy. */
 #define PA_SMSB_T8_ROWS_AVX2(ES, LD, NV)                                                          \
@@ -222,9 +248,7 @@ static inline __m256 sums_at(__m256 S, int64_t e, __m256 inv_n) { return sums_of
             memcpy(yb_, yr + c * (ES), (size_t)(tl * (ES)));                                    \
             p[(NV) - 1] = _mm256_mul_ps(LD(gb_), LD(yb_));                                      \
         }                                                                                       \
-        const __m256 lo = _mm256_add_ps(_mm256_add_ps(p[0], p[2]), _mm256_add_ps(p[4], p[6]));  \
-        const __m256 hi = _mm256_add_ps(_mm256_add_ps(p[1], p[3]), _mm256_add_ps(p[5], p[7]));  \
-        t[r] = _mm256_add_ps(lo, hi);                                                           \
+        t[r] = (NV) <= 4 ? tree8x8_lo4(p) : tree8x8(p);                                         \
     }
 
 /* cnt (<= 8) outputs at flat element c through zero-padded stack copies. */
@@ -262,7 +286,7 @@ static inline __m256 sums_at(__m256 S, int64_t e, __m256 inv_n) { return sums_of
         case 7: PA_SMSB_T8_ROWS_AVX2(ES, LD, 7) break;                                          \
         default: PA_SMSB_T8_ROWS_AVX2(ES, LD, 8) break;                                         \
         }                                                                                       \
-        const __m256 S = hsum8(t);                                                              \
+        const __m256 S = tree8x8(t);                                                            \
         const __m256 sc = _mm256_set1_ps(scale);                                                \
         const __m256 inv_n = _mm256_set1_ps(1.0f / (float)n);                                   \
         int64_t i = 0, head = 0;                                                                \

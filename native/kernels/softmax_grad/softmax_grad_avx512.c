@@ -1,7 +1,8 @@
 /* Scaled masked softmax backward, AVX-512 (F/BW/VL/DQ, + BF16 when present).
  *
- * Two passes per row. Pass 1: the dot product, 4 zmm accumulators (64 columns
- * per step, the lane layout of softmax_grad.h). Pass 2: the outputs, while the
+ * Two passes per row. Pass 1: the row sum in the vendor's order (softmax_grad.h),
+ * 128 columns per step, whose 16 block sums come out of an in-register pairwise
+ * tree (shuffles, no extra pass over memory). Pass 2: the outputs, while the
  * row (<= 4096 columns) is still in L1/L2; it also prefetches the next row so
  * memory stays busy. Large outputs are written with non-temporal stores (no
  * read-for-ownership). Heads / tails use masked loads and stores.
@@ -103,27 +104,53 @@ static inline __mmask16 tail_mask(int64_t cnt) {
     return cnt >= 16 ? (__mmask16)0xffff : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
 }
 
-/* The combination tree of softmax_grad.h applied to 4 x 16 accumulators. */
-static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-    const __m512 t16 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-    const __m256 t8 = _mm256_add_ps(_mm512_castps512_ps256(t16), _mm512_extractf32x8_ps(t16, 1));
-    const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
-    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-    const __m128 t1 = _mm_add_ss(t2, _mm_shuffle_ps(t2, t2, 1));
-    return _mm_cvtss_f32(t1);
+/* ---- the vendor's pairwise trees, in registers ---- */
+
+/* Per 128-bit lane: a0+a1, a2+a3, b0+b1, b2+b3 (adjacent pairs, like hadd). */
+static inline __m512 hadd512(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+/* Lane j: ((x0+x1)+(x2+x3))+((x4+x5)+(x6+x7)) over the 8 floats x = group j of
+ * the 128 floats v[0..7] (group j = lanes 8(j%2) .. 8(j%2)+7 of v[j/2]).
+ * q0 / q1 hold the 4-float sums, 128-bit lane c = quarter c of v[0..3] / v[4..7];
+ * the last level adds quarters 0+1 and 2+3, then one permute puts the groups in order. */
+static inline __m512 tree8x16_q(__m512 q0, __m512 q1) {
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
+    /* r holds groups 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15 */
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), r);
+}
+static inline __m512 tree8x16(const __m512 v[8]) {
+    return tree8x16_q(hadd512(hadd512(v[0], v[1]), hadd512(v[2], v[3])),
+                      hadd512(hadd512(v[4], v[5]), hadd512(v[6], v[7])));
+}
+/* tree8x16 without the final permute: groups 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15. */
+static inline __m512 tree8x16_raw(const __m512 v[8]) {
+    const __m512 q0 = hadd512(hadd512(v[0], v[1]), hadd512(v[2], v[3]));
+    const __m512 q1 = hadd512(hadd512(v[4], v[5]), hadd512(v[6], v[7]));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+static inline float tree8_of(__m256 a) {
+    _Alignas(32) float t[8];
+    _mm256_store_ps(t, a);
+    return pa_smsb_tree8(t);
 }
 
 /* One output vector: masked ? +0 : ((g*y - s*y) * sc), each op rounded.
  * vfixupimmps does the rest in one instruction: lanes outside ~masked become +0,
  * and a NaN (quiet or signalling) becomes the default NaN 0xffc00000, so no bit
  * depends on which operand's payload the hardware propagated. */
-static inline __m512 out_vec(__m512 g, __m512 y, __m512 s, __m512 sc, __mmask16 masked) {
-    const __m512 p = _mm512_mul_ps(g, y);
+static inline __m512 out_vec_p(__m512 p, __m512 y, __m512 s, __m512 sc, __mmask16 masked) {
     const __m512 t = _mm512_mul_ps(s, y);
     const __m512 d = _mm512_sub_ps(p, t);
     const __m512 v = _mm512_mul_ps(d, sc);
     /* token per input class (nibble j = class j): QNaN, SNaN -> 3 (default NaN), others -> 0 (keep) */
     return _mm512_maskz_fixupimm_ps((__mmask16)~masked, v, v, _mm512_set1_epi32(0x33), 0);
+}
+static inline __m512 out_vec(__m512 g, __m512 y, __m512 s, __m512 sc, __mmask16 masked) {
+    return out_vec_p(_mm512_mul_ps(g, y), y, s, sc, masked);
 }
 
 static inline void prefetch(const char *p) { _mm_prefetch(p, _MM_HINT_T0); }
@@ -136,36 +163,102 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
     _mm_prefetch((const char *)((uintptr_t)p + (uintptr_t)off), _MM_HINT_T1);
 }
 
-/* Row kernel: pass 1 (dot product), then pass 2 (outputs) while prefetching the
- * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
-#define PA_SMSB_ROW_AVX512(NAME, ES, LD, LDM, ST2, ST2NT, STM)                                   \
+/* The 128 products of columns c .. c+127 (16 per vector), those at or past
+ * column n +0.0. */
+#define PA_SMSB_PROD128(p, ES, LDM, gp, yp, c, n)                                                  \
+    for (int k_ = 0; k_ < 8; k_++) {                                                            \
+        const __mmask16 km_ = tail_mask((n) - (c) - 16 * k_);                                   \
+        p[k_] = _mm512_mul_ps(LDM((gp) + ((c) + 16 * k_) * (ES), km_), LDM((yp) + ((c) + 16 * k_) * (ES), km_)); \
+    }
+
+/* The row sums in the vendor's order, per input dtype.
+ * acc8_*: the 8 accumulators of a row of n <= PA_SMSB_ACC8_MAX columns (the
+ * rest of the last 64-column chunk reads as +0.0): per step of 128 columns,
+ * tree8x16 gives the 16 block sums, added to them 8 at a time.
+ * row_sum_*: the sum; a longer row folds its block sums, 8 steps at a time,
+ * to chunk sums (tree8x16 again) and finishes with pa_smsb_pairwise, like its
+ * last short chunk. */
+#define PA_SMSB_SUMS_AVX512(SUF, ES, LD, LDM)                                                     \
+    static inline __m256 acc8_##SUF(const char *g, const char *y, int64_t n, float *pb) {       \
+        /* lanes: acc[0 2 4 6 1 3 5 7] (tree8x16_raw's order, the same in both halves) */       \
+        __m256 acc = _mm256_set1_ps(-0.0f); /* -0.0 + b == b: the first step starts it */      \
+        __m512 p[8];                                                                            \
+        int64_t i = 0;                                                                          \
+        for (; i + 128 <= n; i += 128) {                                                        \
+            for (int k = 0; k < 8; k++)                                                         \
+                p[k] = _mm512_mul_ps(LD(g + (i + 16 * k) * (ES)), LD(y + (i + 16 * k) * (ES))); \
+            if (pb != NULL)                                                                     \
+                for (int k = 0; k < 8; k++) _mm512_store_ps(pb + i + 16 * k, p[k]);             \
+            const __m512 b = tree8x16_raw(p);                                                   \
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
+            acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));                             \
+        }                                                                                       \
+        if (i < n) {                                                                            \
+            PA_SMSB_PROD128(p, ES, LDM, g, y, i, n);                                            \
+            if (pb != NULL)                                                                     \
+                for (int k = 0; k < 8; k++) _mm512_store_ps(pb + i + 16 * k, p[k]);             \
+            const __m512 b = tree8x16_raw(p);                                                   \
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(b));                                \
+            if (n - i > 64) acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(b, 1));             \
+        }                                                                                       \
+        return _mm256_permutevar8x32_ps(acc, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));        \
+    }                                                                                           \
+    static float row_sum_##SUF(const char *g, const char *y, int64_t n) {                       \
+        if (n <= PA_SMSB_ACC8_MAX) return tree8_of(acc8_##SUF(g, y, n, NULL));                 \
+        __m512 p[8], bs[8];                                                                     \
+        float csum[PA_SMSB_CHUNKS_BUF];                                                         \
+        int nb = 0;                                                                             \
+        int64_t nc = 0, i = 0;                                                                  \
+        for (; i + 128 <= n; i += 128) {                                                        \
+            for (int k = 0; k < 8; k++)                                                         \
+                p[k] = _mm512_mul_ps(LD(g + (i + 16 * k) * (ES)), LD(y + (i + 16 * k) * (ES))); \
+            bs[nb++] = tree8x16(p);                                                             \
+            if (nb == 8) {                                                                      \
+                _mm512_storeu_ps(csum + nc, tree8x16(bs));                                      \
+                nc += 16, nb = 0;                                                               \
+            }                                                                                   \
+        }                                                                                       \
+        /* the rest: at most one full chunk, then at most one short one */                      \
+        const int64_t full = (n - i) / 64, tail = (n - i) % 64;                                 \
+        if (i < n) {                                                                            \
+            PA_SMSB_PROD128(p, ES, LDM, g, y, i, n);                                            \
+            if (full) bs[nb++] = tree8x16(p); /* its upper half goes unused */                  \
+        }                                                                                       \
+        if (nb > 0) {                                                                           \
+            for (int k = nb; k < 8; k++) bs[k] = _mm512_setzero_ps();                           \
+            _mm512_storeu_ps(csum + nc, tree8x16(bs));                                          \
+            nc += 2 * nb - full;                                                                \
+        }                                                                                       \
+        if (tail) {                                                                             \
+            float x[64];                                                                        \
+            for (int k = 0; k < 4; k++) _mm512_storeu_ps(x + 16 * k, p[4 * full + k]);          \
+            csum[nc++] = pa_smsb_pairwise(x, tail);                                             \
+        }                                                                                       \
+        return pa_smsb_pairwise(csum, nc);                                                      \
+    }
+
+PA_SMSB_SUMS_AVX512(f32, 4, ld_f32, ldm_f32)
+PA_SMSB_SUMS_AVX512(f16, 2, ld_f16, ldm_f16)
+PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
+
+/* Row kernel: pass 1 (the row sum), then pass 2 (outputs) while prefetching the
+ * next row. A 16-bit row of up to PA_SMSB_ACC8_MAX columns keeps its products
+ * from pass 1 in an L1 buffer, so pass 2 reads p = g*y back instead of widening
+ * g again (for fp32 it saves only a multiply: measured no faster once
+ * memory-bound). With nt, pass 2 peels to a 64-byte boundary and streams full
+ * lines. */
+#define PA_SMSB_ROW_AVX512(NAME, SUF, ES, LD, LDM, ST2, ST2NT, STM)                              \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
                      bool nt) {                                                                 \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         const char *gn = (const char *)gnv, *yn = (const char *)ynv;                            \
         char *o = (char *)ov;                                                                   \
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),         \
-                         _mm512_setzero_ps()};                                                  \
-        int64_t i = 0;                                                                          \
-        for (; i + 64 <= n; i += 64) {                                                          \
-            for (int k = 0; k < 4; k++) {                                                       \
-                const int64_t c = i + 16 * k;                                                   \
-                acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(LD(g + c * ES), LD(y + c * ES)));  \
-            }                                                                                   \
-        }                                                                                       \
-        if (i < n) {                                                                            \
-            for (int k = 0; k < 4; k++) {                                                       \
-                const int64_t c = i + 16 * k;                                                   \
-                const __mmask16 km = tail_mask(n - c);                                          \
-                const __m512 p = _mm512_mul_ps(LDM(g + c * ES, km), LDM(y + c * ES, km));       \
-                acc[k] = _mm512_mask_add_ps(acc[k], km, acc[k], p);                             \
-            }                                                                                   \
-        }                                                                                       \
-        const __m512 s = _mm512_set1_ps(reduce4(acc[0], acc[1], acc[2], acc[3]));               \
+        _Alignas(64) float pb[PA_SMSB_ACC8_MAX + 128];                                          \
+        const bool keep = ES == 2 && n <= PA_SMSB_ACC8_MAX;                                     \
+        const __m512 s = _mm512_set1_ps(keep ? tree8_of(acc8_##SUF(g, y, n, pb)) : row_sum_##SUF(g, y, n)); \
         const __m512 sc = _mm512_set1_ps(scale);                                                \
-        i = 0;                                                                                  \
-        int64_t head = 0;                                                                       \
+        int64_t i = 0, head = 0;                                                                \
         const bool stream = nt && (uintptr_t)o % ES == 0;                                       \
         if (stream) {                                                                           \
             head = (int64_t)(((64 - ((uintptr_t)o & 63)) & 63) / ES);                           \
@@ -173,8 +266,9 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
         }                                                                                       \
         for (; i < head; i += 16) {                                                             \
             const __mmask16 km = tail_mask(head - i);                                           \
-            STM(o + i * ES, km,                                                                 \
-                out_vec(LDM(g + i * ES, km), LDM(y + i * ES, km), s, sc, ldm_mask(m + i, km))); \
+            const __m512 yv_ = LDM(y + i * ES, km);                                             \
+            const __m512 p_ = keep ? _mm512_maskz_loadu_ps(km, pb + i) : _mm512_mul_ps(LDM(g + i * ES, km), yv_); \
+            STM(o + i * ES, km, out_vec_p(p_, yv_, s, sc, ldm_mask(m + i, km)));                \
         }                                                                                       \
         i = head;                                                                               \
         for (; i + 32 <= n; i += 32) {                                                          \
@@ -187,71 +281,39 @@ static inline void prefetch_l2_at(const void *p, int64_t off) {
                 if (ES == 4) prefetch_l2_at(g, (far + i) * ES + 64), prefetch_l2_at(y, (far + i) * ES + 64); \
                 if (far_m && (i & 63) < 32) prefetch_l2_at(m, far + i);                         \
             }                                                                                   \
-            const __m512 r0 = out_vec(LD(g + i * ES), LD(y + i * ES), s, sc, ld_mask(m + i));   \
-            const __m512 r1 = out_vec(LD(g + (i + 16) * ES), LD(y + (i + 16) * ES), s, sc,      \
-                                      ld_mask(m + i + 16));                                     \
+            const __m512 y0 = LD(y + i * ES), y1 = LD(y + (i + 16) * ES);                       \
+            const __m512 p0 = keep ? _mm512_loadu_ps(pb + i) : _mm512_mul_ps(LD(g + i * ES), y0); \
+            const __m512 p1 = keep ? _mm512_loadu_ps(pb + i + 16) : _mm512_mul_ps(LD(g + (i + 16) * ES), y1); \
+            const __m512 r0 = out_vec_p(p0, y0, s, sc, ld_mask(m + i));                         \
+            const __m512 r1 = out_vec_p(p1, y1, s, sc, ld_mask(m + i + 16));                    \
             if (stream) ST2NT(o + i * ES, r0, r1);                                              \
             else ST2(o + i * ES, r0, r1);                                                       \
         }                                                                                       \
         for (; i < n; i += 16) {                                                                \
             const __mmask16 km = tail_mask(n - i);                                              \
-            STM(o + i * ES, km,                                                                 \
-                out_vec(LDM(g + i * ES, km), LDM(y + i * ES, km), s, sc, ldm_mask(m + i, km))); \
+            const __m512 yv_ = LDM(y + i * ES, km);                                             \
+            const __m512 p_ = keep ? _mm512_maskz_loadu_ps(km, pb + i) : _mm512_mul_ps(LDM(g + i * ES, km), yv_); \
+            STM(o + i * ES, km, out_vec_p(p_, yv_, s, sc, ldm_mask(m + i, km)));                \
         }                                                                                       \
     }
 
-PA_SMSB_ROW_AVX512(row_f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
-PA_SMSB_ROW_AVX512(row_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
-PA_SMSB_ROW_AVX512(row_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
-PA_SMSB_ROW_AVX512(row_bf16hw, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
+PA_SMSB_ROW_AVX512(row_f32, f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
+PA_SMSB_ROW_AVX512(row_f16, f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
+PA_SMSB_ROW_AVX512(row_bf16, bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
+PA_SMSB_ROW_AVX512(row_bf16hw, bf16, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
 
 /* ---- short rows: groups of up to 16 rows (see pa_smsb_drive_short) ----
  *
- * Pass 1, per row: up to 64 columns, the row's (at most 4) vectors are its 64
- * partial sums acc[i % 64] (each partial holds at most one element); they fold
- * to the row's t16 = (acc[0..15] + acc[16..31]) + (acc[32..47] + acc[48..63]),
- * the first level of the tree, leaving out the vectors past the row (all +0.0).
- * Longer rows accumulate exactly like the row kernel, then fold to t16.
- * hsum16 then runs the rest of the tree for 16 rows at once, every add the
- * oracle's add. Leaving out the +0.0 partials (here: acc = p instead of
- * +0.0 + p, and x instead of x + (+0.0)) only changes the sign of zero
- * results: the oracle never produces -0.0 (a sum is -0.0 only when both terms
- * are), ours may, where the oracle has +0.0; that relation survives every add,
- * so one final + (+0.0) gives the oracle's bits. NaN payloads may differ:
- * a NaN sum gives a NaN output, which out_vec makes the default NaN.
+ * Pass 1: the group's row sums, row r in lane r of one vector S. A row of up to
+ * 64 columns is one zero-padded chunk, its sum the pairwise tree of its 64
+ * (padded) products: tree8x16 of several rows' vectors gives their block sums,
+ * the rest of the tree runs for all 16 rows at once (the PA_SMSB_S_* below, by
+ * row length). A longer row (<= 256 columns) gets its 8 accumulators like the
+ * row kernel (acc8_*); tree8x16 of the group's accumulators gives the row sums.
  * Pass 2 writes the group's outputs as one flat stream: lane l of the vector
  * at flat element e belongs to row (e + l) / n, whose sum a permute fetches.
  * That stream has no per-row heads and tails, and while it is written the next
  * group (which follows in memory) is prefetched. */
-
-/* The tree levels below t16 for 16 rows at once: t[r] = t16 of row r.
- * Returns s of row r in lane r. */
-static inline __m512 hsum16(const __m512 t[16]) {
-    __m512 u[8], v[4], w[2];
-    for (int i = 0; i < 8; i++) {
-        /* t8[l] = t16[l] + t16[l+8]: lanes 0-7 row 2i, lanes 8-15 row 2i+1 */
-        const __m512 a = t[2 * i], b = t[2 * i + 1];
-        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    for (int i = 0; i < 4; i++) {
-        /* t4[l] = t8[l] + t8[l+4]: 128-bit block j holds row 4i+j */
-        const __m512 a = u[2 * i], b = u[2 * i + 1];
-        v[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-    }
-    for (int i = 0; i < 2; i++) {
-        /* t2[l] = t4[l] + t4[l+2]: block j holds rows 8i+j (lanes 0, 1) and 8i+4+j (lanes 2, 3) */
-        const __m512 a = v[2 * i], b = v[2 * i + 1];
-        w[i] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    /* s = t2[0] + t2[1]: lane 4j+k holds row 4k+j */
-    const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    return _mm512_add_ps(_mm512_permutexvar_ps(order, s), _mm512_setzero_ps());
-}
 
 /* The sums of the rows that the 16 elements e .. e+15 of the group belong to,
  * from x = e + l + 0.5 (lane l): row = floor(x / n), exact in fp32 here: x is
@@ -267,65 +329,91 @@ static inline __m512 sums_of(__m512 S, __m512 x, __m512 inv_n) {
 }
 static inline __m512 sums_at(__m512 S, int64_t e, __m512 inv_n) { return sums_of(S, elem_pos(e), inv_n); }
 
-#define PA_SMSB_T16_ROWS(ES, LD, LDM, NV)                                                         \
-    for (int r = 0; r < 16; r++) {                                                              \
-        /* rows past the group repeat its last row: their lanes of S go unused */              \
-        const int64_t off = (r < rows ? r : rows - 1) * n * (ES);                               \
-        const char *gr = g + off, *yr = y + off;                                                \
-        __m512 p[NV];                                                                           \
-        for (int k = 0; k < (NV) - 1; k++)                                                      \
-            p[k] = _mm512_mul_ps(LD(gr + 16 * k * (ES)), LD(yr + 16 * k * (ES)));               \
-        p[(NV) - 1] = _mm512_mul_ps(LDM(gr + 16 * ((NV) - 1) * (ES), kt),                        \
-                                    LDM(yr + 16 * ((NV) - 1) * (ES), kt));                       \
-        t[r] = (NV) == 1 ? p[0]                                                                 \
-             : (NV) == 2 ? _mm512_add_ps(p[0], p[(NV) - 1])                                     \
-             : (NV) == 3 ? _mm512_add_ps(_mm512_add_ps(p[0], p[1 % (NV)]), p[(NV) - 1])         \
-                         : _mm512_add_ps(_mm512_add_ps(p[0], p[1 % (NV)]),                      \
-                                         _mm512_add_ps(p[2 % (NV)], p[(NV) - 1]));              \
+/* v[0..NV) = the products of row r of the group, NV vectors, the last one
+ * holding the kt lanes. Rows past the group repeat its last row: their lanes of
+ * S go unused. */
+#define PA_SMSB_ROW_PRODS(v, ES, LD, LDM, NV, r)                                                  \
+    do {                                                                                        \
+        const int64_t off_ = ((r) < rows ? (r) : rows - 1) * n * (ES);                          \
+        for (int k_ = 0; k_ < (NV) - 1; k_++)                                                   \
+            (v)[k_] = _mm512_mul_ps(LD(g + off_ + 16 * k_ * (ES)), LD(y + off_ + 16 * k_ * (ES))); \
+        (v)[(NV) - 1] = _mm512_mul_ps(LDM(g + off_ + 16 * ((NV) - 1) * (ES), kt),                \
+                                      LDM(y + off_ + 16 * ((NV) - 1) * (ES), kt));               \
+    } while (0)
+
+/* S for rows of 1..16 columns: tree8x16 of 8 rows gives their block sums b0, b1
+ * (lane j: row j/2, block j%2); blocks 2..7 are +0.0, so a row's sum is
+ * (b0 + b1) + 0.0. */
+#define PA_SMSB_S_NV1(ES, LD, LDM)                                                                \
+    {                                                                                           \
+        __m512 v[8], b[2];                                                                      \
+        for (int h = 0; h < 2; h++) {                                                           \
+            for (int q = 0; q < 8; q++) PA_SMSB_ROW_PRODS(v + q, ES, LD, LDM, 1, 8 * h + q);    \
+            b[h] = tree8x16(v);                                                                 \
+        }                                                                                       \
+        /* lane 4c + j: row 2c + (j & 1) + 8 (j >> 1) */                                         \
+        const __m512 s4 = _mm512_add_ps(hadd512(b[0], b[1]), _mm512_setzero_ps());             \
+        S = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15), s4); \
     }
 
-/* Rows longer than 64: the 4 accumulators of the row kernel (from +0.0), then t16. */
-#define PA_SMSB_T16_LONG(ES, LD, LDM)                                                             \
-    for (int r = 0; r < 16; r++) {                                                              \
-        if (r >= rows) {                                                                        \
-            t[r] = _mm512_setzero_ps(); /* unused lane of S */                                  \
-            continue;                                                                           \
+/* S for rows of 17..32 columns: tree8x16 of 4 rows gives their block sums
+ * b0..b3 (lane j: row j/4, block j%4); blocks 4..7 are +0.0, so a row's sum is
+ * ((b0 + b1) + (b2 + b3)) + 0.0. */
+#define PA_SMSB_S_NV2(ES, LD, LDM)                                                                \
+    {                                                                                           \
+        __m512 v[8], b[4];                                                                      \
+        for (int h = 0; h < 4; h++) {                                                           \
+            for (int q = 0; q < 4; q++) PA_SMSB_ROW_PRODS(v + 2 * q, ES, LD, LDM, 2, 4 * h + q); \
+            b[h] = tree8x16(v);                                                                 \
         }                                                                                       \
-        const char *gr = g + r * n * (ES), *yr = y + r * n * (ES);                              \
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),         \
-                         _mm512_setzero_ps()};                                                  \
-        int64_t c0 = 0;                                                                         \
-        for (; c0 + 64 <= n; c0 += 64) {                                                        \
-            for (int k = 0; k < 4; k++) {                                                       \
-                const int64_t c = c0 + 16 * k;                                                  \
-                acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(LD(gr + c * (ES)), LD(yr + c * (ES)))); \
-            }                                                                                   \
-        }                                                                                       \
-        for (int k = 0; k < 4 && c0 + 16 * k < n; k++) {                                        \
-            const int64_t c = c0 + 16 * k;                                                      \
-            const __mmask16 km = tail_mask(n - c);                                              \
-            const __m512 p = _mm512_mul_ps(LDM(gr + c * (ES), km), LDM(yr + c * (ES), km));     \
-            acc[k] = _mm512_mask_add_ps(acc[k], km, acc[k], p);                                 \
-        }                                                                                       \
-        t[r] = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));     \
+        /* lane 4c + j: row 4j + c */                                                           \
+        const __m512 s4 = _mm512_add_ps(hadd512(hadd512(b[0], b[1]), hadd512(b[2], b[3])), _mm512_setzero_ps()); \
+        S = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s4); \
     }
 
-#define PA_SMSB_GROUP_AVX512(NAME, ES, LD, LDM, ST2, ST2NT, STM)                                 \
+/* S for rows of 33..64 columns: tree8x16 of 2 rows (4 vectors each, the 4th
+ * +0.0 for NV = 3) gives their 8 block sums; tree8x16 of those, the row sums. */
+#define PA_SMSB_S_PAIRS(ES, LD, LDM, NV)                                                          \
+    {                                                                                           \
+        __m512 v[8], t[8];                                                                      \
+        v[3] = v[7] = _mm512_setzero_ps();                                                      \
+        for (int h = 0; h < 8; h++) {                                                           \
+            PA_SMSB_ROW_PRODS(v, ES, LD, LDM, NV, 2 * h);                                       \
+            PA_SMSB_ROW_PRODS(v + 4, ES, LD, LDM, NV, 2 * h + 1);                               \
+            t[h] = tree8x16(v);                                                                 \
+        }                                                                                       \
+        S = tree8x16(t);                                                                        \
+    }
+
+/* S for rows of 65..256 columns: the 8 accumulators of each row (two rows per
+ * vector); tree8x16 of those, the row sums. */
+#define PA_SMSB_S_LONG(SUF, ES)                                                                   \
+    {                                                                                           \
+        __m512 t[8];                                                                            \
+        for (int k = 0; k < 8; k++) {                                                           \
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(); /* unused lanes of S */  \
+            if (2 * k < rows) a0 = acc8_##SUF(g + 2 * k * n * (ES), y + 2 * k * n * (ES), n, NULL);   \
+            if (2 * k + 1 < rows) a1 = acc8_##SUF(g + (2 * k + 1) * n * (ES), y + (2 * k + 1) * n * (ES), n, NULL); \
+            t[k] = _mm512_insertf32x8(_mm512_castps256_ps512(a0), a1, 1);                       \
+        }                                                                                       \
+        S = tree8x16(t);                                                                        \
+    }
+
+#define PA_SMSB_GROUP_AVX512(NAME, SUF, ES, LD, LDM, ST2, ST2NT, STM)                            \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      int64_t rows, float scale, bool nt) {                                      \
         const char *g = (const char *)gv, *y = (const char *)yv;                                \
         char *o = (char *)ov;                                                                   \
         const int nv = (int)((n + 15) / 16);                                                    \
         const __mmask16 kt = tail_mask(n - 16 * (nv - 1));                                      \
-        __m512 t[16];                                                                           \
+        __m512 S;                                                                               \
         switch (nv) {                                                                           \
-        case 1: PA_SMSB_T16_ROWS(ES, LD, LDM, 1) break;                                         \
-        case 2: PA_SMSB_T16_ROWS(ES, LD, LDM, 2) break;                                         \
-        case 3: PA_SMSB_T16_ROWS(ES, LD, LDM, 3) break;                                         \
-        case 4: PA_SMSB_T16_ROWS(ES, LD, LDM, 4) break;                                         \
-        default: PA_SMSB_T16_LONG(ES, LD, LDM) break;                                           \
+        case 1: PA_SMSB_S_NV1(ES, LD, LDM) break;                                               \
+        case 2: PA_SMSB_S_NV2(ES, LD, LDM) break;                                               \
+        case 3: PA_SMSB_S_PAIRS(ES, LD, LDM, 3) break;                                          \
+        case 4: PA_SMSB_S_PAIRS(ES, LD, LDM, 4) break;                                          \
+        default: PA_SMSB_S_LONG(SUF, ES) break;                                                 \
         }                                                                                       \
-        const __m512 S = hsum16(t);                                                             \
         const __m512 sc = _mm512_set1_ps(scale);                                                \
         const __m512 inv_n = _mm512_set1_ps(1.0f / (float)n);                                   \
         const int64_t E = rows * n;                                                             \
@@ -377,10 +465,10 @@ static inline bool use_groups(int64_t n, int64_t esize) {
  * 4), so a group stays in L1 between the two passes. */
 static inline int64_t group_rows(int64_t n) { return n <= 64 ? 16 : n <= 128 ? 8 : 4; }
 
-PA_SMSB_GROUP_AVX512(group_f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
-PA_SMSB_GROUP_AVX512(group_f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
-PA_SMSB_GROUP_AVX512(group_bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
-PA_SMSB_GROUP_AVX512(group_bf16hw, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
+PA_SMSB_GROUP_AVX512(group_f32, f32, 4, ld_f32, ldm_f32, st2_f32, st2nt_f32, stm_f32)
+PA_SMSB_GROUP_AVX512(group_f16, f16, 2, ld_f16, ldm_f16, st2_f16, st2nt_f16, stm_f16)
+PA_SMSB_GROUP_AVX512(group_bf16, bf16, 2, ld_bf16, ldm_bf16, st2_bf16, st2nt_bf16, stm_bf16)
+PA_SMSB_GROUP_AVX512(group_bf16hw, bf16, 2, ld_bf16, ldm_bf16, st2_bf16hw, st2nt_bf16hw, stm_bf16)
 
 void pa_smsb_rows_f32_avx512(const pa_smsb_args *a, int64_t r0, int64_t r1) {
     if (use_groups(a->dims[3], 4))

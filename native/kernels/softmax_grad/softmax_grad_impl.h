@@ -36,6 +36,32 @@ typedef void (*pa_smsb_row_fn)(const void *g, const void *y, const uint8_t *m, v
 
 #define PA_SMSB_ROUND64(x) (((x) + 63) & ~(int64_t)63)
 
+/* ---- the vendor's summation order (softmax_grad.h), scalar pieces ---- */
+
+/* Rows up to this many columns: padded 8-block sums in 8 accumulators. */
+#define PA_SMSB_ACC8_MAX 1024
+/* Chunk sums of a longer row (one per 64 columns), plus room for a SIMD tier
+ * to store 16 at a time past the last. */
+#define PA_SMSB_CHUNKS_BUF (PA_SMSB_MAX_S2 / 64 + 16)
+
+/* ((v0+v1)+(v2+v3))+((v4+v5)+(v6+v7)) */
+static inline float pa_smsb_tree8(const float v[8]) {
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+/* The pairwise tree of x[0..len) (len >= 1): adjacent pairs level by level, a
+ * level of odd length gets +0.0 appended (x + 0.0f: -0.0 becomes +0.0).
+ * Overwrites x. */
+static inline float pa_smsb_pairwise(float *x, int64_t len) {
+    while (len > 1) {
+        const int64_t half = len / 2;
+        for (int64_t i = 0; i < half; i++) x[i] = x[2 * i] + x[2 * i + 1];
+        if (len & 1) x[half] = x[len - 1] + 0.0f;
+        len = (len + 1) / 2;
+    }
+    return x[0];
+}
+
 /* Copies n strided elements of `esize` bytes into dst (unless stride is 1, in
  * which case the source is used in place). Returns the contiguous row. */
 static inline const void *pa_smsb_gather(const void *src, int64_t stride, int64_t n, int64_t esize,
@@ -126,7 +152,7 @@ static inline void pa_smsb_drive(const pa_smsb_args *a, int64_t r0, int64_t r1, 
  * consecutive rows of n columns whose g, y, m and out rows each lie back to
  * back (row k at element k * n). It sums each row in registers, finishes the
  * group's sums together, then writes the group's outputs as one flat stream.
- * The bits are the oracle's (see the tier files for why). */
+ * The bits are the oracle's: the same adds in the same order. */
 #define PA_SMSB_GROUP 16
 #define PA_SMSB_SHORT_MAX 64
 

@@ -1,5 +1,6 @@
 /* Scaled masked softmax backward, portable C: the oracle the SIMD tiers match
- * bit for bit. Reads any non-negative strides directly (no gather). */
+ * bit for bit (the summation order of softmax_grad.h, written out plainly).
+ * Reads any non-negative strides directly (no gather). */
 #include "kernels/softmax_grad/softmax_grad_impl.h"
 
 #include <pthread.h>
@@ -20,20 +21,6 @@ static inline void st_f32(char *p, float v) { memcpy(p, &v, 4); }
 static inline void st_f16(char *p, float v) { uint16_t h = pa_f32_to_f16(v); memcpy(p, &h, 2); }
 static inline void st_bf16(char *p, float v) { uint16_t h = pa_f32_to_bf16(v); memcpy(p, &h, 2); }
 
-/* The fixed combination tree of the 64 partial sums (see softmax_grad.h). */
-static inline float reduce64(const float acc[64]) {
-    float t16[16], t8[8], t4[4], t2[2];
-    for (int l = 0; l < 16; l++) {
-        float u = acc[l] + acc[16 + l];
-        float v = acc[32 + l] + acc[48 + l];
-        t16[l] = u + v;
-    }
-    for (int l = 0; l < 8; l++) t8[l] = t16[l] + t16[l + 8];
-    for (int l = 0; l < 4; l++) t4[l] = t8[l] + t8[l + 4];
-    for (int l = 0; l < 2; l++) t2[l] = t4[l] + t4[l + 2];
-    return t2[0] + t2[1];
-}
-
 /* One function per dtype (the loads / stores inline into the loops). */
 #define PA_SMSB_ROWS_SCALAR(NAME, ES, LD, ST)                                                      \
     static void NAME(const pa_smsb_args *a, int64_t r0, int64_t r1) {                              \
@@ -49,13 +36,23 @@ static inline float reduce64(const float acc[64]) {
             const char *yp = (const char *)a->y + (b * a->ys[0] + n * a->ys[1] + s * a->ys[2]) * (ES); \
             const uint8_t *mp = a->mask + (b * a->ms[0] + n * a->ms[1] + s * a->ms[2]);            \
                                                                                                    \
-            float acc[64];                                                                         \
-            for (int l = 0; l < 64; l++) acc[l] = 0.0f;                                            \
-            for (int64_t i = 0; i < S2; i++) {                                                     \
-                float p = LD(gp + i * gstep) * LD(yp + i * ystep);                                 \
-                acc[i & 63] += p;                                                                  \
+            /* the row sum, chunk by chunk of 64 columns (+0.0 past the row) */                  \
+            const int64_t nch = (S2 + 63) / 64;                                                    \
+            /* -0.0 + b == b for every b: the first blocks start the accumulators */            \
+            float acc[8] = {-0.0f, -0.0f, -0.0f, -0.0f, -0.0f, -0.0f, -0.0f, -0.0f};               \
+            float csum[PA_SMSB_CHUNKS_BUF];                                                        \
+            for (int64_t k = 0; k < nch; k++) {                                                    \
+                const int64_t c0 = 64 * k, len = S2 - c0 < 64 ? S2 - c0 : 64;                      \
+                float x[64];                                                                       \
+                for (int64_t j = 0; j < 64; j++)                                                   \
+                    x[j] = j < len ? LD(gp + (c0 + j) * gstep) * LD(yp + (c0 + j) * ystep) : 0.0f; \
+                if (S2 > PA_SMSB_ACC8_MAX) {                                                       \
+                    csum[k] = pa_smsb_pairwise(x, len);                                            \
+                    continue;                                                                      \
+                }                                                                                  \
+                for (int j = 0; j < 8; j++) acc[j] = acc[j] + pa_smsb_tree8(x + 8 * j);            \
             }                                                                                      \
-            const float sum = reduce64(acc);                                                       \
+            const float sum = S2 > PA_SMSB_ACC8_MAX ? pa_smsb_pairwise(csum, nch) : pa_smsb_tree8(acc); \
                                                                                                    \
             for (int64_t i = 0; i < S2; i++) {                                                     \
                 float yv = LD(yp + i * ystep);                                                     \

@@ -7,7 +7,6 @@
 
 #define PA_SMSB_WS_API "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize"
 #define PA_SMSB_API "aclnnScaledMaskedSoftmaxBackward"
-#define PA_SMSB_MAX_S2 4096
 
 /* The plan: plain data, copied by value at every launch. */
 typedef struct pa_smsb_plan {
