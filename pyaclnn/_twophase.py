@@ -10,6 +10,7 @@ A non-zero status raises AclError.
 As in CANN, an executor is consumed by its phase-2 call unless
 ``set_repeatable()`` was called; a repeatable one lives until ``destroy()``.
 """
+from ._args import as_bool, as_double, as_int, as_int_list, as_layout
 from ._errors import AclError, check
 from ._ffi import as_ptr, ffi, lib
 from . import runtime
@@ -132,9 +133,9 @@ def _out_arg(x, name):
 
 def _int_array(values, name):
     """aclIntArray* for a sequence of ints (NULL for None); caller destroys it."""
+    values = as_int_list(name, values)
     if values is None:
         return ffi.NULL
-    values = [int(v) for v in values]
     arr = lib.aclCreateIntArray(ffi.new("int64_t[]", values or [0]), len(values))
     if arr == ffi.NULL:
         raise AclError(lib.ACLNN_ERR_INNER_NULLPTR, "aclCreateIntArray", "%s: allocation failed" % name)
@@ -148,6 +149,11 @@ def _phase1(api, launch_api, fn, args, keep):
     return int(size[0]), Executor(executor[0], launch_api, keep)
 
 
+# Statuses pa_executor_launch returns before it takes the executor.
+_REFUSED_BEFORE_LAUNCH = frozenset((lib.ACLNN_ERR_PARAM_NULLPTR, lib.ACLNN_ERR_PARAM_INVALID,
+                                    lib.ACLNN_ERR_INNER))
+
+
 def _phase2(api, fn, workspace, workspace_size, executor, stream):
     if isinstance(executor, Executor):
         if executor.api != api:
@@ -158,11 +164,17 @@ def _phase2(api, fn, workspace, workspace_size, executor, stream):
         handle = ffi.NULL if executor is None else executor
     else:
         raise TypeError("executor must be a pyaclnn Executor, an aclOpExecutor* cdata or None")
-    check(fn(as_ptr(workspace), int(workspace_size), handle, _stream_handle(stream)), api)
-    if isinstance(executor, Executor):
-        # A failed launch (e.g. a workspace that is too small) leaves the executor
-        # usable; a successful one consumes it unless it is repeatable.
+    workspace_size = as_int("workspace_size", workspace_size)
+    if workspace_size < 0:
+        raise ValueError("workspace_size must be >= 0, got %d" % workspace_size)
+    status = fn(as_ptr(workspace), workspace_size, handle, _stream_handle(stream))
+    if isinstance(executor, Executor) and status not in _REFUSED_BEFORE_LAUNCH:
+        # As in pa_executor_launch: a launch that passed the executor checks has
+        # taken a non-repeatable executor, even if the stream then refused the
+        # task (a destroyed stream: a runtime status); only the checks' own
+        # statuses (dead executor, wrong op, workspace) leave it usable.
         executor._launched()
+    check(status, api)
     keep = list(executor._keep) if isinstance(executor, Executor) else []
     if isinstance(workspace, DeviceBuffer):
         keep.append(workspace)
@@ -173,8 +185,8 @@ def _phase2(api, fn, workspace, workspace_size, executor, stream):
 
 def aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, scale, fixed_triu_mask, y):
     """Phase 1 of aclnnScaledMaskedSoftmax -> (workspace_size, Executor)."""
-    args = (_tensor_arg(x, "x"), _tensor_arg(mask, "mask"), float(scale), bool(fixed_triu_mask),
-            _tensor_arg(y, "y"))
+    args = (_tensor_arg(x, "x"), _tensor_arg(mask, "mask"), as_double("scale", scale),
+            as_bool("fixed_triu_mask", fixed_triu_mask), _out_arg(y, "y"))
     return _phase1("aclnnScaledMaskedSoftmaxGetWorkspaceSize", "aclnnScaledMaskedSoftmax",
                    lib.aclnnScaledMaskedSoftmaxGetWorkspaceSize, args, (x, mask, y))
 
@@ -190,7 +202,7 @@ def aclnnScaledMaskedSoftmax(workspace, workspace_size, executor, stream=None):
 def aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad, y, mask, scale, fix_triu_mask, out):
     """Phase 1 of aclnnScaledMaskedSoftmaxBackward -> (workspace_size, Executor)."""
     args = (_tensor_arg(grad, "gradOutput"), _tensor_arg(y, "y"), _tensor_arg(mask, "mask"),
-            float(scale), bool(fix_triu_mask), _out_arg(out, "out"))
+            as_double("scale", scale), as_bool("fix_triu_mask", fix_triu_mask), _out_arg(out, "out"))
     return _phase1("aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize",
                    "aclnnScaledMaskedSoftmaxBackward",
                    lib.aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize, args,
@@ -206,10 +218,10 @@ def aclnnScaledMaskedSoftmaxBackward(workspace, workspace_size, executor, stream
 # ---------------------------------------------------------------- NsaSelectedAttention
 
 def _layout_arg(input_layout):
+    """input_layout as a NUL-terminated char[] (None passes NULL)."""
     if input_layout is None:
         return ffi.NULL
-    return ffi.new("char[]", input_layout.encode() if isinstance(input_layout, str)
-                   else bytes(input_layout))
+    return ffi.new("char[]", as_layout("input_layout", input_layout))
 
 
 def aclnnNsaSelectedAttentionGetWorkspaceSize(
@@ -224,18 +236,18 @@ def aclnnNsaSelectedAttentionGetWorkspaceSize(
     they become aclIntArrays that live only for this call.
     """
     layout = _layout_arg(input_layout)
+    attrs = (as_double("scale_value", scale_value), as_int("head_num", head_num), layout,
+             as_int("sparse_mode", sparse_mode), as_int("selected_block_size", selected_block_size),
+             as_int("selected_block_count", selected_block_count))
     qlen = _int_array(actual_seq_qlen, "actual_seq_qlen")
     try:
         kvlen = _int_array(actual_seq_kvlen, "actual_seq_kvlen")
         try:
             args = (_tensor_arg(query, "query"), _tensor_arg(key, "key"),
                     _tensor_arg(value, "value"), _tensor_arg(topk_indices, "topkIndices"),
-                    _tensor_arg(atten_mask, "attenMaskOptional"), qlen, kvlen,
-                    float(scale_value), int(head_num), layout, int(sparse_mode),
-                    int(selected_block_size), int(selected_block_count),
-                    _tensor_arg(softmax_max, "softmaxMaxOut"),
-                    _tensor_arg(softmax_sum, "softmaxSumOut"),
-                    _tensor_arg(attention_out, "attentionOut"))
+                    _tensor_arg(atten_mask, "attenMaskOptional"), qlen, kvlen, *attrs,
+                    _out_arg(softmax_max, "softmaxMaxOut"), _out_arg(softmax_sum, "softmaxSumOut"),
+                    _out_arg(attention_out, "attentionOut"))
             return _phase1("aclnnNsaSelectedAttentionGetWorkspaceSize",
                            "aclnnNsaSelectedAttention",
                            lib.aclnnNsaSelectedAttentionGetWorkspaceSize, args,
@@ -264,10 +276,13 @@ def aclnnNsaSelectedAttentionGradGetWorkspaceSize(
 
     actual_seq_qlen / actual_seq_kvlen: sequences of ints (cumulative lengths)
     or None; they become aclIntArrays that live only for this call (the
-    operator copies what it needs). input_layout: a str such as "TND".
+    operator copies what it needs). input_layout: a str such as "TND" (None
+    passes NULL). Integer arguments must be ints (see pyaclnn._args).
     """
-    layout = ffi.new("char[]", input_layout.encode() if isinstance(input_layout, str)
-                     else bytes(input_layout))
+    layout = _layout_arg(input_layout)
+    attrs = (as_double("scale_value", scale_value), as_int("selected_block_size", selected_block_size),
+             as_int("selected_block_count", selected_block_count), as_int("head_num", head_num))
+    sparse_mode = as_int("sparse_mode", sparse_mode)
     qlen = _int_array(actual_seq_qlen, "actual_seq_qlen")
     try:
         kvlen = _int_array(actual_seq_kvlen, "actual_seq_kvlen")
@@ -277,9 +292,8 @@ def aclnnNsaSelectedAttentionGradGetWorkspaceSize(
                     _tensor_arg(attention_out_grad, "attentionOutGrad"),
                     _tensor_arg(softmax_max, "softmaxMax"), _tensor_arg(softmax_sum, "softmaxSum"),
                     _tensor_arg(topk_indices, "topkIndices"), qlen, kvlen,
-                    _tensor_arg(atten_mask, "attenMaskOptional"), float(scale_value),
-                    int(selected_block_size), int(selected_block_count), int(head_num), layout,
-                    int(sparse_mode), _out_arg(dq, "dqOut"), _out_arg(dk, "dkOut"),
+                    _tensor_arg(atten_mask, "attenMaskOptional"), *attrs, layout,
+                    sparse_mode, _out_arg(dq, "dqOut"), _out_arg(dk, "dkOut"),
                     _out_arg(dv, "dvOut"))
             return _phase1("aclnnNsaSelectedAttentionGradGetWorkspaceSize",
                            "aclnnNsaSelectedAttentionGrad",

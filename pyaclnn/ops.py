@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from . import runtime
+from ._args import as_mask, check_rank
 from ._ffi import lib
 from ._hostmem import BorrowError, acquire as _acquire_host, buffer_span, cached_bytes, empty_cache
 from ._hostmem import empty as _empty_output
@@ -170,9 +171,12 @@ def scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False):
 
     x: [B, N, S1, S2] float32 / float16 / bfloat16 (ml_dtypes), 0 < S2 <= 4096;
     views may be strided or broadcast (stride 0). mask: bool [B or 1, N or 1, S1,
-    S2], True = masked; an integer 0/1 mask is converted (a copy). fp16 multiplies
-    in fp16 by the fp16-rounded scale, as the vendor's kernel. fix_triu_mask must
-    be False. Returns a new C-contiguous array of x's dtype and shape.
+    S2], True = masked; an integer mask must hold only 0/1 (else ValueError) and
+    is converted (a copy); other dtypes go to the C layer as they are (a float
+    mask fails there with 161002). None for an input passes NULL (561103, as the
+    vendor's code). fp16 multiplies in fp16 by the fp16-rounded scale, as the
+    vendor's kernel. A fully masked row is uniform 1/S2. fix_triu_mask must be
+    False. Returns a new C-contiguous array of x's dtype and shape.
 
     On the cpu backend nothing is copied (see :mod:`pyaclnn.ops` and
     :func:`zero_copy`); on the cann backend the arrays go through device memory.
@@ -184,16 +188,19 @@ def scaled_masked_softmax(x, mask, scale=1.0, fix_triu_mask=False):
         mask = np.triu(np.ones((64, 64), bool), 1)[None, None]     # [1, 1, S1, S2]
         y = pyaclnn.ops.scaled_masked_softmax(x, mask, scale=0.125)
     """
-    x = np.asarray(x)
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        mask = mask.astype(np.bool_)
+    x = _array("x", x)
+    mask = None if mask is None else check_rank("mask", as_mask("mask", mask))
     with _Call() as call:
         xt, m = call.inputs(x, mask)
-        out = call.output(x.shape, x.dtype)
+        out = None if x is None else call.output(x.shape, x.dtype)
         (result,) = call.run(aclnnScaledMaskedSoftmaxGetWorkspaceSize, (xt, m, scale, fix_triu_mask, out),
                              aclnnScaledMaskedSoftmax, (out,))
     return result
+
+
+def _array(name, a):
+    """None, or `a` as an ndarray an aclTensor can hold (rank <= 8)."""
+    return None if a is None else check_rank(name, np.asarray(a))
 
 
 def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mask=False):
@@ -203,9 +210,11 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mas
 
     grad_output, y: [B, N, S1, S2] float32 / float16 / bfloat16 (ml_dtypes),
     the same dtype, 0 < S2 <= 4096; views may be strided or broadcast (stride 0).
-    mask: bool [B or 1, N or 1, S1, S2], True = masked; an integer 0/1 mask is
-    converted (a copy). fix_triu_mask must be False. Returns a new C-contiguous
-    array of grad_output's dtype and shape.
+    mask: bool [B or 1, N or 1, S1, S2], True = masked; an integer mask must
+    hold only 0/1 (else ValueError) and is converted (a copy); other dtypes go to
+    the C layer as they are (a float mask fails there with 161002). None for an
+    input passes NULL (161001). fix_triu_mask must be False. Returns a new
+    C-contiguous array of grad_output's dtype and shape.
 
     On the cpu backend nothing is copied (see :mod:`pyaclnn.ops` and
     :func:`zero_copy`); on the cann backend the arrays go through device memory.
@@ -220,13 +229,12 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fix_triu_mas
         mask = np.triu(np.ones((64, 64), bool), 1)[None, None]     # [1, 1, S1, S2]
         dx = pyaclnn.ops.scaled_masked_softmax_backward(g, y, mask, scale=0.125)
     """
-    grad_output = np.asarray(grad_output)
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        mask = mask.astype(np.bool_)
+    grad_output, y = _array("grad_output", grad_output), _array("y", y)
+    mask = None if mask is None else check_rank("mask", as_mask("mask", mask))
+    like = grad_output if grad_output is not None else y
     with _Call() as call:
         g, yt, m = call.inputs(grad_output, y, mask)
-        out = call.output(grad_output.shape, grad_output.dtype)
+        out = None if like is None else call.output(like.shape, like.dtype)
         (result,) = call.run(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize,
                              (g, yt, m, scale, fix_triu_mask, out),
                              aclnnScaledMaskedSoftmaxBackward, (out,))
@@ -238,28 +246,75 @@ def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head
                            actual_seq_kvlen=None, atten_mask=None, input_layout="TND", sparse_mode=0):
     """Forward of NSA selected-block attention via aclnnNsaSelectedAttention.
 
-    Layout TND: query [T1, N1, D], key [T2, N2, D], value [T2, N2, Dv] (fp16 or
-    bf16, one dtype), topk_indices int32 [T1, N2, selected_block_count].
-    actual_seq_qlen / actual_seq_kvlen are cumulative per-batch lengths; None
-    means one batch ([T1] / [T2]; the C operator itself requires both arrays).
-    As in the vendor kernel, the causal rule applies only with sparse_mode 2 AND
-    an atten_mask (whose values are never read). Returns (attention_out
-    [T1, N1, Dv] of query's dtype, softmax_max, softmax_sum float32 [T1, N1, 8]).
-    On the cpu backend nothing is copied (see :func:`zero_copy`).
+    Each query token t attends, per key/value head, to `selected_block_count`
+    blocks of `selected_block_size` consecutive keys of its own batch, chosen by
+    topk_indices (in list order; a block listed twice counts twice); N1 query
+    heads share N2 key/value heads (G = N1 / N2, query head n1 = n2 * G + g).
+
+    Shapes (layout "TND", the only one; T = tokens of all batches packed):
+      query          [T1, N1, D]    fp16 or bf16 (ml_dtypes.bfloat16)
+      key            [T2, N2, D]    dtype of query
+      value          [T2, N2, Dv]   dtype of query
+      topk_indices   [T1, N2, selected_block_count] int32: block numbers in
+                                    [0, S2_b / selected_block_size) of the token's
+                                    batch (others fail the launch with 361001)
+      atten_mask     None, or bool/uint8 2-D (only its presence matters)
+    Returns (attention_out [T1, N1, Dv] of query's dtype, softmax_max,
+    softmax_sum): float32 [T1, N1, 8], 8 equal lanes: the row max of the
+    scaled, masked scores and the sum of exp(score - max), the inputs the grad
+    (nsa_selected_attention_grad) expects.
+
+    Strict limits (the hardware's; AclError 161002 otherwise): fp16 or bf16; D
+    in {128, 192}, Dv <= D; selected_block_size a multiple of 16 in [16, 128];
+    selected_block_count in [1, 32]; head_num == N1 <= 128, N1 a multiple of
+    N2, G <= 32; at most 1024 batches; every batch's KV length a multiple of
+    the block size and >= count * size. PYACLNN_NSA_RELAXED=1 lifts them for
+    research (float32 inputs, any D, ...).
+
+    sparse_mode: 0 = every selected key is visible; 2 = causal (key j of the
+    batch visible to query s iff j <= s), but only when atten_mask is given,
+    as in the vendor's kernel (sparse_mode 2 without a mask runs unmasked).
+    A row with no visible key gets the vendor's uniform weights (see README).
+
+    actual_seq_qlen / actual_seq_kvlen: cumulative lengths per batch, e.g.
+    [512, 1024] for two batches of 512 tokens; None means one batch ([T1] /
+    [T2]; the C operator itself requires both arrays).
+
+    On the cpu backend nothing is copied (see :func:`zero_copy`); on the cann
+    backend the arrays go through device memory.
+
+    Example::
+
+        import ml_dtypes, numpy as np, pyaclnn
+        bf16 = ml_dtypes.bfloat16
+        T, N1, N2, D, Dv, block, count = 256, 4, 1, 128, 128, 16, 4
+        rng = np.random.default_rng(0)
+        q = rng.standard_normal((T, N1, D)).astype(bf16)
+        k = rng.standard_normal((T, N2, D)).astype(bf16)
+        v = rng.standard_normal((T, N2, Dv)).astype(bf16)
+        own = np.arange(T) // block                # each token's own block, then earlier ones
+        topk = np.stack([(own - i) % (T // block) for i in range(count)], -1)
+        topk = topk[:, None, :].astype(np.int32)   # [T, N2, count]
+        out, smax, ssum = pyaclnn.ops.nsa_selected_attention(
+            q, k, v, topk, scale_value=D ** -0.5, head_num=N1, selected_block_size=block,
+            selected_block_count=count, atten_mask=np.ones((T, T), bool), sparse_mode=2)
     """
-    query = np.asarray(query)
-    key = np.asarray(key)
-    value = np.asarray(value)
-    T1, N1 = query.shape[:2]
-    if actual_seq_qlen is None:
-        actual_seq_qlen = [T1]
-    if actual_seq_kvlen is None:
+    names = ("query", "key", "value", "topk_indices")
+    query, key, value, topk_indices = (_array(n, a) for n, a in
+                                       zip(names, (query, key, value, topk_indices)))
+    atten_mask = _array("atten_mask", atten_mask)
+    if actual_seq_qlen is None and query is not None and query.ndim > 0:
+        actual_seq_qlen = [query.shape[0]]
+    if actual_seq_kvlen is None and key is not None and key.ndim > 0:
         actual_seq_kvlen = [key.shape[0]]
     with _Call() as call:
         *ins, mask = call.inputs(query, key, value, topk_indices, atten_mask)
-        smax = call.output((T1, N1, 8), np.float32)
-        ssum = call.output((T1, N1, 8), np.float32)
-        out = call.output((T1, N1, value.shape[-1]), query.dtype)
+        # outputs need query's T1, N1 and value's Dv; without them, NULL (the C layer names the input)
+        ok = query is not None and value is not None and query.ndim == 3 and value.ndim == 3
+        T1, N1 = query.shape[:2] if ok else (0, 0)
+        smax = call.output((T1, N1, 8), np.float32) if ok else None
+        ssum = call.output((T1, N1, 8), np.float32) if ok else None
+        out = call.output((T1, N1, value.shape[-1]), query.dtype) if ok else None
         args = (*ins, mask, actual_seq_qlen, actual_seq_kvlen, scale_value, head_num, input_layout,
                 sparse_mode, selected_block_size, selected_block_count, smax, ssum, out)
         return call.run(aclnnNsaSelectedAttentionGetWorkspaceSize, args, aclnnNsaSelectedAttention,
@@ -312,6 +367,10 @@ def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_
     [512, 1024] for two batches of 512 tokens; give both or neither. Leaving
     them out means one batch: all T1 queries and all T2 keys.
 
+    Integer attributes must be ints, input_layout a str without NUL, the seq
+    arrays integer sequences (TypeError / ValueError naming the argument); None
+    for a required input passes NULL, which the C layer rejects with 161001.
+
     On the cpu backend nothing is copied (see :mod:`pyaclnn.ops` and
     :func:`zero_copy`); on the cann backend the arrays go through device memory.
 
@@ -342,12 +401,19 @@ def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_
             topk, scale_value=scale, selected_block_size=block, selected_block_count=count,
             head_num=N1, sparse_mode=2, out_dtype="float32")
     """
-    query = np.asarray(query)
-    odt = as_dtype(query.dtype if out_dtype is None else out_dtype)
+    names = ("query", "key", "value", "attention_out", "attention_out_grad", "softmax_max",
+             "softmax_sum", "topk_indices")
+    arrays = [_array(n, a) for n, a in zip(names, (query, key, value, attention_out,
+                                                     attention_out_grad, softmax_max, softmax_sum,
+                                                     topk_indices))]
+    atten_mask = _array("atten_mask", atten_mask)
+    query = arrays[0]
+    odt = as_dtype(out_dtype) if out_dtype is not None else None if query is None else query.dtype
     with _Call() as call:
-        *ins, mask = call.inputs(query, key, value, attention_out, attention_out_grad,
-                                 softmax_max, softmax_sum, topk_indices, atten_mask)
-        outs = [call.output(np.shape(a), odt) for a in (query, key, value)]
+        *ins, mask = call.inputs(*arrays, atten_mask)
+        # an output shaped like a missing input is NULL too (the C layer names the input)
+        outs = [None if a is None else call.output(a.shape, a.dtype if odt is None else odt)
+                for a in arrays[:3]]
         args = (*ins, actual_seq_qlen, actual_seq_kvlen, mask, scale_value, selected_block_size,
                 selected_block_count, head_num, input_layout, sparse_mode, *outs)
         return call.run(aclnnNsaSelectedAttentionGradGetWorkspaceSize, args,

@@ -20,6 +20,7 @@ import threading
 
 import numpy as np
 
+from ._args import as_int
 from ._errors import check, get_recent_err_msg
 from ._ffi import as_ptr, c_string, ffi, lib
 
@@ -121,7 +122,7 @@ def _alive(generation):
 def set_device(device_id):
     """aclrtSetDevice(device_id) for the calling thread."""
     _init_process()
-    check(lib.aclrtSetDevice(int(device_id)), "aclrtSetDevice")
+    check(lib.aclrtSetDevice(as_int("device_id", device_id)), "aclrtSetDevice")
     _tls.device_gen = _generation
 
 
@@ -129,7 +130,7 @@ def set_device(device_id):
 
 def reset_device(device_id):
     """aclrtResetDevice(device_id)."""
-    check(lib.aclrtResetDevice(int(device_id)), "aclrtResetDevice")
+    check(lib.aclrtResetDevice(as_int("device_id", device_id)), "aclrtResetDevice")
     _tls.device_gen = None
 
 
@@ -150,7 +151,7 @@ def synchronize_device(timeout_ms=None):
     if timeout_ms is None:
         check(lib.aclrtSynchronizeDevice(), "aclrtSynchronizeDevice")
     else:
-        check(lib.aclrtSynchronizeDeviceWithTimeout(int(timeout_ms)),
+        check(lib.aclrtSynchronizeDeviceWithTimeout(as_int("timeout_ms", timeout_ms)),
               "aclrtSynchronizeDeviceWithTimeout")
     del _default_pending[:]
 
@@ -248,7 +249,7 @@ def synchronize_stream(stream=None, timeout_ms=None):
     if timeout_ms is None:
         check(lib.aclrtSynchronizeStream(handle), "aclrtSynchronizeStream")
     else:
-        check(lib.aclrtSynchronizeStreamWithTimeout(handle, int(timeout_ms)),
+        check(lib.aclrtSynchronizeStreamWithTimeout(handle, as_int("timeout_ms", timeout_ms)),
               "aclrtSynchronizeStreamWithTimeout")
     if isinstance(stream, Stream):
         del stream._pending[:]
@@ -265,7 +266,8 @@ class Stream:
         if priority is None and flags is None:
             check(lib.aclrtCreateStream(out), "aclrtCreateStream")
         else:
-            check(lib.aclrtCreateStreamWithConfig(out, int(priority or 0), int(flags or 0)),
+            check(lib.aclrtCreateStreamWithConfig(out, as_int("priority", priority or 0),
+                                                  as_int("flags", flags or 0)),
                   "aclrtCreateStreamWithConfig")
         self._handle = out[0]
         self._gen = _generation
@@ -343,7 +345,7 @@ class Event:
         if flags is None:
             check(lib.aclrtCreateEvent(out), "aclrtCreateEvent")
         else:
-            check(lib.aclrtCreateEventWithFlag(out, int(flags)), "aclrtCreateEventWithFlag")
+            check(lib.aclrtCreateEventWithFlag(out, as_int("flags", flags)), "aclrtCreateEventWithFlag")
         self._handle = out[0]
         self._gen = _generation
 
@@ -364,7 +366,7 @@ class Event:
         if timeout_ms is None:
             check(lib.aclrtSynchronizeEvent(self.handle), "aclrtSynchronizeEvent")
         else:
-            check(lib.aclrtSynchronizeEventWithTimeout(self.handle, int(timeout_ms)),
+            check(lib.aclrtSynchronizeEventWithTimeout(self.handle, as_int("timeout_ms", timeout_ms)),
                   "aclrtSynchronizeEventWithTimeout")
 
     def query(self):
@@ -416,8 +418,8 @@ class DeviceBuffer:
 
     def __init__(self, nbytes, policy=None):
         ensure_initialized()
-        nbytes = int(nbytes)
-        policy = lib.ACL_MEM_MALLOC_HUGE_FIRST if policy is None else int(policy)
+        nbytes = as_int("nbytes", nbytes)
+        policy = lib.ACL_MEM_MALLOC_HUGE_FIRST if policy is None else as_int("policy", policy)
         out = ffi.new("void **")
         check(lib.aclrtMalloc(out, nbytes, policy), "aclrtMalloc")
         self._ptr = out[0]
@@ -439,7 +441,7 @@ class DeviceBuffer:
         return self._ptr is None
 
     def _at(self, offset, count):
-        offset, count = int(offset), int(count)
+        offset, count = as_int("offset", offset), as_int("count", count)
         if offset < 0 or offset > self.nbytes:
             raise ValueError("offset %d outside a %d-byte buffer" % (offset, self.nbytes))
         return ffi.cast("char *", self.cdata) + offset, self.nbytes - offset, count
@@ -465,8 +467,8 @@ class DeviceBuffer:
     def to_host(self, nbytes=None, offset=0):
         """Bytes of the buffer (all of it from `offset`, or `nbytes` of them)."""
         if nbytes is None:
-            nbytes = self.nbytes - int(offset)
-        return bytes(self.copy_to_host(bytearray(int(nbytes)), offset))
+            nbytes = self.nbytes - as_int("offset", offset)
+        return bytes(self.copy_to_host(bytearray(as_int("nbytes", nbytes)), offset))
 
     def close(self):
         """aclrtFree (no-op if already freed). After finalize() the free is still
@@ -503,7 +505,8 @@ def memcpy(dst, dest_max, src, count, kind):
     writable dst) a host buffer / numpy array."""
     dst_ptr, dst_keep = _dst_arg(dst)
     src_ptr, src_keep = _ptr_arg(src)
-    check(lib.aclrtMemcpy(dst_ptr, int(dest_max), src_ptr, int(count), int(kind)), "aclrtMemcpy")
+    check(lib.aclrtMemcpy(dst_ptr, as_int("dest_max", dest_max), src_ptr, as_int("count", count),
+                          as_int("kind", kind)), "aclrtMemcpy")
     del dst_keep, src_keep
 
 
@@ -512,7 +515,8 @@ def memcpy_async(dst, dest_max, src, count, kind, stream=None):
     until it is synchronized."""
     dst_ptr, dst_keep = _dst_arg(dst)
     src_ptr, src_keep = _ptr_arg(src)
-    check(lib.aclrtMemcpyAsync(dst_ptr, int(dest_max), src_ptr, int(count), int(kind),
+    check(lib.aclrtMemcpyAsync(dst_ptr, as_int("dest_max", dest_max), src_ptr, as_int("count", count),
+                               as_int("kind", kind),
                                _stream_handle(stream)), "aclrtMemcpyAsync")
     _keep_until_sync(stream, [o for o in (dst, src, dst_keep, src_keep) if o is not None])
 
@@ -520,7 +524,8 @@ def memcpy_async(dst, dest_max, src, count, kind, stream=None):
 def memset(dst, max_count, value, count):
     """aclrtMemset(dst, max_count, value, count)."""
     dst_ptr, keep = _dst_arg(dst)
-    check(lib.aclrtMemset(dst_ptr, int(max_count), int(value), int(count)), "aclrtMemset")
+    check(lib.aclrtMemset(dst_ptr, as_int("max_count", max_count), as_int("value", value),
+                          as_int("count", count)), "aclrtMemset")
     del keep
 
 
@@ -551,7 +556,7 @@ def get_isa():
 
 def set_num_threads(n):
     """Kernel worker threads (0 = default)."""
-    check(lib.pyaclnnSetNumThreads(int(n)), "pyaclnnSetNumThreads")
+    check(lib.pyaclnnSetNumThreads(as_int("n", n)), "pyaclnnSetNumThreads")
 
 
 def get_num_threads():

@@ -12,6 +12,7 @@ with aclrtHostRegister (see ``pyaclnn._hostmem``): no copy at all.
 import ml_dtypes
 import numpy as np
 
+from ._args import MAX_DIMS, as_int, as_int_list
 from ._errors import AclError, check, get_recent_err_msg
 from ._ffi import ffi, lib
 from ._hostmem import BorrowError, acquire as _acquire_host, buffer_span, byte_span
@@ -199,7 +200,7 @@ class Tensor:
     def empty(cls, shape, dtype, *, format=None):
         """A contiguous tensor with uninitialised contents (for outputs)."""
         ensure_initialized()
-        shape = tuple(int(n) for n in shape)
+        shape = tuple(as_int_list("shape", shape))
         dt = as_dtype(dtype)
         numel = int(np.prod(shape, dtype=np.int64))
         buffer = DeviceBuffer(max(numel, 1) * dt.itemsize)
@@ -275,9 +276,10 @@ class Tensor:
     def from_buffer(cls, buffer, shape, dtype, *, strides=None, offset=0, format=None):
         """An aclTensor view over an existing DeviceBuffer (not owned: closing the
         tensor leaves the buffer alone). strides/offset are in elements."""
-        shape = tuple(int(n) for n in shape)
+        shape = tuple(as_int_list("shape", shape))
         dt = as_dtype(dtype)
-        strides = _contiguous_strides(shape) if strides is None else tuple(int(s) for s in strides)
+        strides = _contiguous_strides(shape) if strides is None else tuple(as_int_list("strides", strides))
+        offset = as_int("offset", offset)
         if len(strides) != len(shape):
             raise ValueError("strides %r do not match shape %r" % (strides, shape))
         storage = buffer.nbytes // dt.itemsize
@@ -286,7 +288,7 @@ class Tensor:
             raise ValueError("view shape=%r strides=%r offset=%d exceeds the %d-element buffer"
                              % (shape, strides, offset, storage))
         self = cls.__new__(cls)
-        self._init(buffer, False, shape, dt, strides, int(offset), (storage,), format)
+        self._init(buffer, False, shape, dt, strides, offset, (storage,), format)
         return self
 
     def _init(self, buffer, owns_buffer, shape, dt, strides, offset, storage_shape, format):
@@ -299,7 +301,9 @@ class Tensor:
         self.strides = tuple(strides)
         self.offset = int(offset)
         self.storage_shape = tuple(storage_shape)
-        self.format = lib.ACL_FORMAT_ND if format is None else int(format)
+        self.format = lib.ACL_FORMAT_ND if format is None else as_int("format", format)
+        if len(self.shape) > MAX_DIMS:
+            raise ValueError("an aclTensor holds at most %d dims, got shape %r" % (MAX_DIMS, self.shape))
         dims = ffi.new("int64_t[]", self.shape or [0])
         strd = ffi.new("int64_t[]", self.strides or [0])
         storage = ffi.new("int64_t[]", self.storage_shape or [0])

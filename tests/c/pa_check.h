@@ -4,6 +4,7 @@
 #ifndef PA_CHECK_H
 #define PA_CHECK_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,7 +12,7 @@
 #define PA_CHECK_ERRMSG() aclGetRecentErrMsg()
 #endif
 
-static int g_checks;
+static atomic_int g_checks; /* CHECK runs in test threads too */
 
 static inline const char *pa_check_msg(void) {
     const char *m = PA_CHECK_ERRMSG();
