@@ -34,6 +34,12 @@ typedef void (*pa_smsb_row_fn)(const void *g, const void *y, const uint8_t *m, v
  * and bf16; 2 KB or 16 KB were slower). Not in the short-row groups (slower there). */
 #define PA_SMSB_FAR_BYTES 4096
 
+/* The next row is prefetched into L1 only if its g and y take at most this
+ * many bytes: with longer rows (fp32 S2 = 4096: 32 KB) the prefetched lines
+ * evict the current row before pass 2 reads it back (~13% slower there);
+ * the L2 prefetch `far` ahead still runs. */
+#define PA_SMSB_L1_NEXT_MAX 16384
+
 #define PA_SMSB_ROUND64(x) (((x) + 63) & ~(int64_t)63)
 
 /* ---- the vendor's summation order (softmax_grad.h), scalar pieces ---- */
