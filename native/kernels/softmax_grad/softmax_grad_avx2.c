@@ -168,7 +168,7 @@ PA_SMSB_ROW_SUM_AVX2(row_sum_f16, 2, ld_f16)
 PA_SMSB_ROW_SUM_AVX2(row_sum_bf16, 2, ld_bf16)
 
 /* Row kernel: pass 1 (the row sum), then pass 2 (outputs) while prefetching the
- * next row (into L1 if it fits, PA_SMSB_L1_NEXT_MAX). With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
+ * next row. With nt, pass 2 peels to a 64-byte boundary and streams full lines. */
 #define PA_SMSB_ROW_AVX2(NAME, SUM, ES, LD, ST, STNT)                                            \
     static void NAME(const void *gv, const void *yv, const uint8_t *m, void *ov, int64_t n,      \
                      float scale, const void *gnv, const void *ynv, int64_t far, bool far_m,     \
@@ -178,7 +178,6 @@ PA_SMSB_ROW_SUM_AVX2(row_sum_bf16, 2, ld_bf16)
         char *o = (char *)ov;                                                                   \
         const __m256 s = _mm256_set1_ps(SUM(g, y, n));                                          \
         const __m256 sc = _mm256_set1_ps(scale);                                                \
-        const bool l1_next = gn != NULL && 2 * n * (ES) <= PA_SMSB_L1_NEXT_MAX;                \
         int64_t i = 0, head = 0;                                                                \
         const bool stream = nt && (uintptr_t)o % (ES) == 0;                                     \
         if (stream) {                                                                           \
@@ -189,7 +188,7 @@ PA_SMSB_ROW_SUM_AVX2(row_sum_bf16, 2, ld_bf16)
         for (; i < head; i += 8) PA_SMSB_PART_AVX2(ES, LD, ST, i, (head - i < 8 ? head - i : 8)); \
         i = head;                                                                               \
         for (; i + 16 <= n; i += 16) {                                                          \
-            if (l1_next) prefetch(gn + i * (ES)), prefetch(yn + i * (ES));                      \
+            if (gn != NULL) prefetch(gn + i * (ES)), prefetch(yn + i * (ES));                   \
             if (far != 0) {                                                                     \
                 prefetch_l2_at(g, (far + i) * (ES)), prefetch_l2_at(y, (far + i) * (ES));       \
                 if (far_m && (i & 63) < 16) prefetch_l2_at(m, far + i);                         \

@@ -3,8 +3,8 @@
  * Two passes per row. Pass 1: the row sum in the vendor's order (softmax_grad.h),
  * 128 columns per step, whose 16 block sums come out of an in-register pairwise
  * tree (shuffles, no extra pass over memory). Pass 2: the outputs, while the
- * row (<= 4096 columns) is still in L1/L2; it also prefetches the next row
- * (into L1 if it fits, PA_SMSB_L1_NEXT_MAX) so memory stays busy. Large outputs are written with non-temporal stores (no
+ * row (<= 4096 columns) is still in L1/L2; it also prefetches the next row so
+ * memory stays busy. Large outputs are written with non-temporal stores (no
  * read-for-ownership). Heads / tails use masked loads and stores.
  * Short rows (and rows up to 256 columns that are not whole cache lines) go in
  * groups of up to 16 rows instead: one sum tree for the whole group and one
@@ -256,7 +256,6 @@ PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
         char *o = (char *)ov;                                                                   \
         _Alignas(64) float pb[PA_SMSB_ACC8_MAX + 128];                                          \
         const bool keep = ES == 2 && n <= PA_SMSB_ACC8_MAX;                                     \
-        const bool l1_next = gn != NULL && 2 * n * ES <= PA_SMSB_L1_NEXT_MAX;                  \
         const __m512 s = _mm512_set1_ps(keep ? tree8_of(acc8_##SUF(g, y, n, pb)) : row_sum_##SUF(g, y, n)); \
         const __m512 sc = _mm512_set1_ps(scale);                                                \
         int64_t i = 0, head = 0;                                                                \
@@ -273,7 +272,7 @@ PA_SMSB_SUMS_AVX512(bf16, 2, ld_bf16, ldm_bf16)
         }                                                                                       \
         i = head;                                                                               \
         for (; i + 32 <= n; i += 32) {                                                          \
-            if (l1_next) {                                                                      \
+            if (gn != NULL) {                                                                   \
                 prefetch(gn + i * ES), prefetch(yn + i * ES);                                   \
                 if (ES == 4) prefetch(gn + i * ES + 64), prefetch(yn + i * ES + 64);            \
             }                                                                                   \

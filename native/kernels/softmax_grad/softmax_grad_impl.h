@@ -34,10 +34,10 @@ typedef void (*pa_smsb_row_fn)(const void *g, const void *y, const uint8_t *m, v
  * and bf16; 2 KB or 16 KB were slower). Not in the short-row groups (slower there). */
 #define PA_SMSB_FAR_BYTES 4096
 
-/* The next row is prefetched into L1 only if its g and y take at most this
- * many bytes: with longer rows (fp32 S2 = 4096: 32 KB) the prefetched lines
- * evict the current row before pass 2 reads it back (~13% slower there);
- * the L2 prefetch `far` ahead still runs. */
+/* The drive names the next row (for the kernel to prefetch into L1) only if
+ * its g and y take at most this many bytes: with longer rows (fp32 S2 = 4096:
+ * 32 KB) the prefetched lines evict the current row before pass 2 reads it
+ * back (~12% more CPU time there); the L2 prefetch `far` ahead still runs. */
 #define PA_SMSB_L1_NEXT_MAX 16384
 
 #define PA_SMSB_ROUND64(x) (((x) + 63) & ~(int64_t)63)
@@ -103,6 +103,7 @@ static inline void pa_smsb_drive(const pa_smsb_args *a, int64_t r0, int64_t r1, 
      * prefetches fetch lines that are not needed, which is harmless) */
     const int64_t far = contig && a->gs[2] == S2 && a->ys[2] == S2 ? PA_SMSB_FAR_BYTES / esize : 0;
     const bool far_m = a->ms[2] == S2;
+    const bool l1_next = 2 * S2 * esize <= PA_SMSB_L1_NEXT_MAX;
     const size_t row_bytes = (size_t)PA_SMSB_ROUND64(S2 * esize);
     char *gbuf = NULL, *ybuf = NULL, *mbuf = NULL;
     if (!contig) {
@@ -136,7 +137,7 @@ static inline void pa_smsb_drive(const pa_smsb_args *a, int64_t r0, int64_t r1, 
             }
         }
         if (contig) {
-            const bool more = r + 1 < r1;
+            const bool more = r + 1 < r1 && l1_next;
             row(gp, yp, mp, o, S2, a->scale, more ? g0 + go * esize : NULL, more ? y0 + yo * esize : NULL,
                 far, far_m, a->stream_out);
         } else {
