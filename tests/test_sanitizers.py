@@ -1,6 +1,6 @@
 """The library under AddressSanitizer + UBSan and ThreadSanitizer
 (tests/sanitize/run.sh): the C suites, the vendor samples, a fuzz run of
-tests/fuzz/fuzz_ops.c, and the multi-thread multi-stream stress test. Any
+tests/fuzz/fuzz_ops.c (all four ops), and the multi-thread multi-stream stress test. Any
 sanitizer report fails the test.
 
 This builds the library from the source tree twice more (about a minute each
@@ -64,6 +64,17 @@ def test_asan_ubsan_c_suites_samples_and_fuzz(tools, tmp_path):
     assert "crashes: 0" in out
     runs = re.search(r"fuzz_ops: seed \d+, cases \d+\.\.\d+: (\d+) run", out)
     assert runs and int(runs.group(1)) >= 20000, out
+    assert "(0 with an unexpected status)" in out
+    for op in ("ScaledMaskedSoftmaxBackward", "ScaledMaskedSoftmax", "NsaSelectedAttentionGrad",
+               "NsaSelectedAttention"):
+        m = re.search(r"^  %s +(\d+) cases(?: \((\d+) relaxed\))?: GetWorkspaceSize accepted (\d+), "
+                      r"rejected (\d+); ran (\d+)$" % op, out, re.M)
+        assert m, (op, out)
+        cases, relaxed, accepted, rejected, ran = (int(g or 0) for g in m.groups())
+        assert cases >= 2000 and accepted + rejected <= cases, (op, out)
+        # every op is both refused and run, and in relaxed mode too for NSA
+        assert accepted >= cases // 10 and rejected >= cases // 10 and ran >= cases // 10, (op, out)
+        assert op.startswith("Scaled") or relaxed >= cases // 4, (op, out)
 
 
 def test_tsan_multi_thread_multi_stream_stress(tools, tmp_path):

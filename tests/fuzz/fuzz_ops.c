@@ -1,4 +1,4 @@
-/* Argument fuzzer for both ops: random (often malformed) tensors and attributes
+/* Argument fuzzer for the four ops: random (often malformed) tensors and attributes
  * into GetWorkspaceSize and, when accepted, launch + synchronize.
  *
  *   fuzz_ops [--seed S] [--cases N] [--first I] [--verbose] [--no-fork] [--avoid KIND,...]
@@ -33,7 +33,9 @@
 
 #include "acl/acl.h"
 #include "aclnn/opdev/op_errno.h"
+#include "aclnnop/aclnn_nsa_selected_attention.h"
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
+#include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 
 #define MAX_RANK 9          /* one more than the library's limit */
@@ -43,13 +45,17 @@
 
 /* ---- counters, shared with the parent through an anonymous shared mapping ---- */
 
+typedef enum { OP_SMSB, OP_SMSF, OP_NSAG, OP_NSAF, NOPS } op_id;
+static const char *const g_op_names[NOPS] = {"ScaledMaskedSoftmaxBackward", "ScaledMaskedSoftmax",
+                                             "NsaSelectedAttentionGrad", "NsaSelectedAttention"};
+
 typedef struct {
-    uint64_t cases, smsb, nsa, nsa_relaxed;
+    uint64_t cases, op_cases[NOPS], op_relaxed[NOPS], op_accepted[NOPS], op_rejected[NOPS], op_ran[NOPS];
     uint64_t create_rejected, gws_accepted, gws_rejected, launched, launch_rejected, sync_ok, sync_error;
     uint64_t accepted_bad_view;    /* accepted a view reaching past its declared storage: must be 0 */
     uint64_t bad_addr_ran_ok;      /* launch + sync succeeded with a view outside its memory: must be 0 */
     uint64_t bad_addr_rejected;    /* ... and the launch or sync refused it (as it should) */
-    uint64_t odd_status;           /* GetWorkspaceSize status other than 0 / 161001 / 161002 */
+    uint64_t odd_status;           /* GetWorkspaceSize status other than the expected one (gws_status) */
     uint64_t crashes;
     int64_t next_case;             /* the case a child is running */
     int64_t first_crash;
@@ -386,7 +392,11 @@ static void describe(const tdesc *d) {
 typedef struct {
     tdesc t[MAX_TENSORS];
     int n;
-    const char *op;
+    op_id id;
+    bool relaxed;
+    int null_status;   /* the status a NULL required argument must give; 0: none is NULL */
+    bool runs_nothing; /* accepted without looking at the inputs, and nothing runs */
+    char op[64];
 } case_t;
 
 /* Mutates a few tensors of a case (most cases keep every tensor valid). */
@@ -409,8 +419,9 @@ typedef aclnnStatus (*launch_fn)(void *, uint64_t, aclOpExecutor *, aclrtStream)
 static void after_accept(rng_t *r, int64_t idx, const case_t *c, aclOpExecutor *ex, uint64_t ws, launch_fn launch,
                          launch_fn other, aclrtStream stream) {
     g_c->gws_accepted++;
+    g_c->op_accepted[c->id]++;
     bool bad_view = false, bad_addr = false;
-    for (int i = 0; i < c->n; i++) {
+    for (int i = 0; i < c->n && !c->runs_nothing; i++) {
         if (c->t[i].is_null) continue;
         bad_view |= c->t[i].bad_view;
         bad_addr |= c->t[i].bad_addr;
@@ -468,6 +479,7 @@ static void after_accept(rng_t *r, int64_t idx, const case_t *c, aclOpExecutor *
     }
     if (sr == ACL_SUCCESS) g_c->sync_ok++;
     else g_c->sync_error++;
+    g_c->op_ran[c->id] += !rejected && sr == ACL_SUCCESS;
     if (bad_addr) {
         if (!rejected && sr == ACL_SUCCESS) {
             g_c->bad_addr_ran_ok++;
@@ -480,136 +492,219 @@ static void after_accept(rng_t *r, int64_t idx, const case_t *c, aclOpExecutor *
     if (wsp != NULL) aclrtFree(wsp);
 }
 
+/* Counts GetWorkspaceSize's refusal; a status other than the expected one
+ * (c->null_status when a required argument is NULL, else 161002) is odd. */
 static void gws_status(int64_t idx, const case_t *c, aclnnStatus st) {
     g_c->gws_rejected++;
-    const bool odd = st != ACLNN_ERR_PARAM_NULLPTR && st != ACLNN_ERR_PARAM_INVALID;
+    g_c->op_rejected[c->id]++;
+    const bool odd = st != (c->null_status ? c->null_status : ACLNN_ERR_PARAM_INVALID);
     g_c->odd_status += odd;
-    if (g_verbose) report_case(idx, c, odd ? "unusual GetWorkspaceSize status" : "rejected", st);
+    if (odd && g_c->odd_status <= 10) report_case(idx, c, "unexpected GetWorkspaceSize status", st);
+    else if (g_verbose) report_case(idx, c, "rejected", st);
+}
+
+/* GetWorkspaceSize returned st: launch what it accepted, count what it refused. */
+static void gws_done(rng_t *r, int64_t idx, case_t *c, aclnnStatus st, aclOpExecutor *ex, uint64_t ws,
+                     launch_fn launch, launch_fn other, aclrtStream stream) {
+    if (st == ACLNN_SUCCESS && c->null_status) {
+        g_c->odd_status++;
+        report_case(idx, c, "ACCEPTED with a NULL required argument", st);
+        if (ex != NULL) aclDestroyAclOpExecutor(ex);
+    } else if (st == ACLNN_SUCCESS && ex != NULL) {
+        after_accept(r, idx, c, ex, ws, launch, other, stream);
+    } else if (st == ACLNN_SUCCESS) {
+        report_case(idx, c, "accepted with a NULL executor pointer", st);
+    } else {
+        gws_status(idx, c, st);
+    }
+}
+
+/* Starts a case: the op, and its tensors' names (the caller draws their shapes). */
+static void case_begin(case_t *c, op_id id, bool relaxed) {
+    memset(c, 0, sizeof *c);
+    c->id = id;
+    c->relaxed = relaxed;
+    snprintf(c->op, sizeof c->op, "%s%s", g_op_names[id], relaxed ? " (relaxed)" : "");
+    g_c->op_cases[id]++;
+    g_c->op_relaxed[id] += relaxed;
+}
+
+static bool build_all(rng_t *r, case_t *c) {
+    bool ok = true;
+    for (int i = 0; i < c->n; i++) ok &= td_build(r, &c->t[i]);
+    return ok;
+}
+
+static void free_all(case_t *c) {
+    for (int i = 0; i < c->n; i++) td_free(&c->t[i]);
+}
+
+/* ---- scaled masked softmax (forward and backward) ---- */
+
+typedef struct {
+    aclDataType dt;
+    int64_t shape[4], mshape[4]; /* [B,N,S1,S2]; the mask's broadcasts B and N */
+    double scale;
+    bool triu;
+} smsx_draw;
+
+static void smsx_shapes(rng_t *r, smsx_draw *s) {
+    static const aclDataType fdt[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+    s->dt = fdt[rnd(r, 0, 2)];
+    const int64_t B = rnd(r, 1, 3), N = rnd(r, 1, 3), S1 = rnd(r, 1, 8);
+    const int64_t S2 = chance(r, 30) ? rnd(r, 4090, 4100) : rnd(r, 1, 64); /* sometimes at the 4096 limit */
+    const int64_t shape[4] = {B, N, S1, S2};
+    const int64_t mshape[4] = {chance(r, 500) ? 1 : B, chance(r, 500) ? 1 : N, S1, S2};
+    memcpy(s->shape, shape, sizeof shape);
+    memcpy(s->mshape, mshape, sizeof mshape);
+}
+
+static void smsx_attrs(rng_t *r, smsx_draw *s) {
+    s->scale = chance(r, 900) ? (double)rnd(r, -64, 64) / 16.0 : wild_double(r);
+    s->triu = chance(r, 30);
 }
 
 static void case_smsb(rng_t *r, int64_t idx, aclrtStream stream) {
-    static const aclDataType fdt[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
     case_t c;
-    memset(&c, 0, sizeof c);
-    c.op = "ScaledMaskedSoftmaxBackward";
-    const aclDataType dt = fdt[rnd(r, 0, 2)];
-    const int64_t B = rnd(r, 1, 3), N = rnd(r, 1, 3), S1 = rnd(r, 1, 8), S2 = rnd(r, 1, 64);
-    const int64_t shape[4] = {B, N, S1, S2};
-    const int64_t mshape[4] = {chance(r, 500) ? 1 : B, chance(r, 500) ? 1 : N, S1, S2};
-    td_init(r, &c.t[0], "gradOutput", dt, 4, shape, true);
-    td_init(r, &c.t[1], "y", dt, 4, shape, true);
-    td_init(r, &c.t[2], "mask", ACL_BOOL, 4, mshape, true);
-    td_init(r, &c.t[3], "out", dt, 4, shape, false);
+    case_begin(&c, OP_SMSB, false);
+    smsx_draw s;
+    smsx_shapes(r, &s);
+    td_init(r, &c.t[0], "gradOutput", s.dt, 4, s.shape, true);
+    td_init(r, &c.t[1], "y", s.dt, 4, s.shape, true);
+    td_init(r, &c.t[2], "mask", ACL_BOOL, 4, s.mshape, true);
+    td_init(r, &c.t[3], "out", s.dt, 4, s.shape, false);
     c.t[2].fill = 1;
     c.n = 4;
     mutate_some(r, &c);
-    bool ok = true;
-    for (int i = 0; i < c.n; i++) ok &= td_build(r, &c.t[i]);
-    double scale = chance(r, 900) ? (double)rnd(r, -64, 64) / 16.0 : wild_double(r);
-    const bool triu = chance(r, 30);
-    if (ok) {
-        uint64_t ws = 0;
-        aclOpExecutor *ex = NULL;
-        aclnnStatus st = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(
-            td_arg(&c.t[0]), td_arg(&c.t[1]), td_arg(&c.t[2]), scale, triu, (aclTensor *)td_arg(&c.t[3]),
-            chance(r, 5) ? NULL : &ws, chance(r, 5) ? NULL : &ex);
-        if (st == ACLNN_SUCCESS && ex != NULL) {
-            after_accept(r, idx, &c, ex, ws, aclnnScaledMaskedSoftmaxBackward, aclnnNsaSelectedAttentionGrad, stream);
-        } else if (st == ACLNN_SUCCESS) {
-            report_case(idx, &c, "accepted with a NULL executor pointer", st);
-        } else {
-            gws_status(idx, &c, st);
-        }
+    const bool ok = build_all(r, &c);
+    smsx_attrs(r, &s);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    for (int i = 0; i < c.n; i++) {
+        if (td_arg(&c.t[i]) == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
     }
-    for (int i = 0; i < c.n; i++) td_free(&c.t[i]);
+    if (ws_arg == NULL || ex_arg == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    if (ok) {
+        aclnnStatus st = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(
+            td_arg(&c.t[0]), td_arg(&c.t[1]), td_arg(&c.t[2]), s.scale, s.triu, (aclTensor *)td_arg(&c.t[3]), ws_arg,
+            ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnScaledMaskedSoftmaxBackward, aclnnNsaSelectedAttentionGrad, stream);
+    }
+    free_all(&c);
 }
 
-static void case_nsa(rng_t *r, int64_t idx, aclrtStream stream) {
-    const bool relaxed = chance(r, 600);
-    setenv("PYACLNN_NSA_RELAXED", relaxed ? "1" : "0", 1);
-    g_c->nsa_relaxed += relaxed;
+static void case_smsf(rng_t *r, int64_t idx, aclrtStream stream) {
     case_t c;
-    memset(&c, 0, sizeof c);
-    c.op = relaxed ? "NsaSelectedAttentionGrad (relaxed)" : "NsaSelectedAttentionGrad";
+    case_begin(&c, OP_SMSF, false);
+    smsx_draw s;
+    smsx_shapes(r, &s);
+    td_init(r, &c.t[0], "x", s.dt, 4, s.shape, true);
+    td_init(r, &c.t[1], "mask", ACL_BOOL, 4, s.mshape, true);
+    td_init(r, &c.t[2], "y", s.dt, 4, s.shape, false);
+    c.t[1].fill = 1;
+    c.n = 3;
+    mutate_some(r, &c);
+    const bool ok = build_all(r, &c);
+    smsx_attrs(r, &s);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    /* the vendor's order: x, mask, y (561103), then workspaceSize, executor (161001) */
+    if (ws_arg == NULL || ex_arg == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    for (int i = 0; i < c.n; i++) c.null_status = td_arg(&c.t[i]) == NULL ? ACLNN_ERR_INNER_NULLPTR : c.null_status;
+    if (ok) {
+        aclnnStatus st = aclnnScaledMaskedSoftmaxGetWorkspaceSize(td_arg(&c.t[0]), td_arg(&c.t[1]), s.scale, s.triu,
+                                                                  (aclTensor *)td_arg(&c.t[2]), ws_arg, ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnScaledMaskedSoftmax, aclnnNsaSelectedAttention, stream);
+    }
+    free_all(&c);
+}
+
+/* ---- NSA selected attention (forward and grad) ---- */
+
+typedef struct {
+    bool relaxed;
     aclDataType dt;
-    int64_t D, Dv, B, C, N2, G;
-    if (relaxed) {
+    int64_t D, Dv, B, C, N1, N2, T1, T2, min_blocks;
+    int nb;
+    int64_t qlen[2], kvlen[2];
+} nsa_draw;
+
+/* Shapes that pass (strict limits, or PYACLNN_NSA_RELAXED=1 and tiny ones). */
+static void nsa_shapes(rng_t *r, nsa_draw *s) {
+    s->relaxed = chance(r, 600);
+    setenv("PYACLNN_NSA_RELAXED", s->relaxed ? "1" : "0", 1);
+    int64_t G;
+    if (s->relaxed) {
         static const aclDataType fdt[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
-        dt = fdt[rnd(r, 0, 2)];
-        D = rnd(r, 1, 24);
-        Dv = rnd(r, 1, 24);
-        B = rnd(r, 1, 8);
-        C = rnd(r, 1, 4);
-        N2 = rnd(r, 1, 2);
+        s->dt = fdt[rnd(r, 0, 2)];
+        s->D = rnd(r, 1, 24);
+        s->Dv = rnd(r, 1, 24);
+        s->B = rnd(r, 1, 8);
+        s->C = rnd(r, 1, 4);
+        s->N2 = rnd(r, 1, 2);
         G = rnd(r, 1, 3);
     } else {
-        dt = chance(r, 500) ? ACL_FLOAT16 : ACL_BF16;
-        D = chance(r, 700) ? 128 : 192;
-        Dv = chance(r, 800) || D == 128 ? 128 : 192;
-        B = chance(r, 700) ? 16 : 32;
-        C = rnd(r, 1, 2);
-        N2 = 1;
+        s->dt = chance(r, 500) ? ACL_FLOAT16 : ACL_BF16;
+        s->D = chance(r, 700) ? 128 : 192;
+        s->Dv = chance(r, 800) || s->D == 128 ? 128 : 192;
+        s->B = chance(r, 700) ? 16 : 32;
+        s->C = rnd(r, 1, 2);
+        s->N2 = 1;
         G = rnd(r, 1, 2);
     }
-    const int64_t N1 = N2 * G;
+    s->N1 = s->N2 * G;
     /* batches: KV lengths multiples of B, at least C*B when possible, total <= 64 */
-    const int nb = (int)rnd(r, 1, 2);
-    int64_t qlen[2], kvlen[2], T1 = 0, T2 = 0, min_blocks = INT64_MAX;
-    for (int b = 0; b < nb; b++) {
-        int64_t blocks = C + rnd(r, 0, 2);
-        while (blocks > 1 && T2 + blocks * B > 64) blocks--;
-        T2 += blocks * B;
-        kvlen[b] = T2;
-        if (blocks < min_blocks) min_blocks = blocks;
-        T1 += rnd(r, 1, MAX_T / nb);
-        qlen[b] = T1;
+    s->nb = (int)rnd(r, 1, 2);
+    s->T1 = s->T2 = 0;
+    s->min_blocks = INT64_MAX;
+    for (int b = 0; b < s->nb; b++) {
+        int64_t blocks = s->C + rnd(r, 0, 2);
+        while (blocks > 1 && s->T2 + blocks * s->B > 64) blocks--;
+        s->T2 += blocks * s->B;
+        s->kvlen[b] = s->T2;
+        if (blocks < s->min_blocks) s->min_blocks = blocks;
+        s->T1 += rnd(r, 1, MAX_T / s->nb);
+        s->qlen[b] = s->T1;
     }
-    const int64_t q[3] = {T1, N1, D}, k[3] = {T2, N2, D}, v[3] = {T2, N2, Dv}, o[3] = {T1, N1, Dv};
-    const int64_t st8[3] = {T1, N1, 8}, tk[3] = {T1, N2, C}, ms[2] = {rnd(r, 1, 64), rnd(r, 1, 64)};
-    td_init(r, &c.t[0], "query", dt, 3, q, true);
-    td_init(r, &c.t[1], "key", dt, 3, k, true);
-    td_init(r, &c.t[2], "value", dt, 3, v, true);
-    td_init(r, &c.t[3], "attentionOut", dt, 3, o, true);
-    td_init(r, &c.t[4], "attentionOutGrad", dt, 3, o, true);
-    td_init(r, &c.t[5], "softmaxMax", ACL_FLOAT, 3, st8, true);
-    td_init(r, &c.t[6], "softmaxSum", ACL_FLOAT, 3, st8, true);
-    td_init(r, &c.t[7], "topkIndices", ACL_INT32, 3, tk, true);
-    td_init(r, &c.t[8], "attenMask", chance(r, 500) ? ACL_BOOL : ACL_UINT8, 2, ms, true);
-    static const aclDataType odt[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
-    td_init(r, &c.t[9], "dq", odt[rnd(r, 0, 2)], 3, q, true);
-    td_init(r, &c.t[10], "dk", odt[rnd(r, 0, 2)], 3, k, true);
-    td_init(r, &c.t[11], "dv", odt[rnd(r, 0, 2)], 3, v, true);
-    c.t[7].fill = 2;
-    c.t[7].topk_blocks = min_blocks;
-    c.t[8].fill = 1;
-    c.t[8].is_null = chance(r, 700);
-    c.n = 12;
-    mutate_some(r, &c);
-    bool ok = true;
-    for (int i = 0; i < c.n; i++) ok &= td_build(r, &c.t[i]);
+}
 
-    /* attributes */
-    double scale = 1.0 / sqrt((double)D);
-    int64_t block = B, count = C, heads = N1, sparse = chance(r, 500) ? 2 : 0;
-    char layout_buf[16] = "TND";
-    char *layout = layout_buf;
-    aclIntArray *aq = NULL, *akv = NULL;
+typedef struct {
+    double scale;
+    int64_t block, count, heads, sparse;
+    char layout_buf[16];
+    char *layout;
+    aclIntArray *aq, *akv;
+} nsa_attr;
+
+/* The attributes, valid or (in 30% of cases) with one wrong; the seq arrays are
+ * optional for the grad, required for the forward. */
+static void nsa_attrs(rng_t *r, const nsa_draw *s, bool seq_required, nsa_attr *a) {
+    memset(a, 0, sizeof *a);
+    a->scale = 1.0 / sqrt((double)s->D);
+    a->block = s->B;
+    a->count = s->C;
+    a->heads = s->N1;
+    a->sparse = chance(r, 500) ? 2 : 0;
+    strcpy(a->layout_buf, "TND");
+    a->layout = a->layout_buf;
+    const int nb = s->nb;
     int64_t qv[4], kvv[4];
     uint64_t nq = (uint64_t)nb, nkv = (uint64_t)nb;
-    memcpy(qv, qlen, sizeof qlen);
-    memcpy(kvv, kvlen, sizeof kvlen);
-    bool with_seq = nb > 1 || chance(r, 500);
+    memcpy(qv, s->qlen, sizeof s->qlen);
+    memcpy(kvv, s->kvlen, sizeof s->kvlen);
+    bool with_seq = seq_required || nb > 1 || chance(r, 500);
+    bool one_null = false;
     if (chance(r, 300)) {
         switch (rnd(r, 0, 9)) {
-        case 0: scale = wild_double(r); g_mutation = "scale"; break;
-        case 1: block = chance(r, 500) ? rnd(r, -1, 40) : wild_int(r); g_mutation = "block size"; break;
-        case 2: count = chance(r, 500) ? rnd(r, -1, 6) : wild_int(r); g_mutation = "block count"; break;
-        case 3: heads = chance(r, 500) ? rnd(r, -1, 5) : wild_int(r); g_mutation = "head num"; break;
-        case 4: sparse = chance(r, 500) ? rnd(r, -1, 4) : wild_int(r); g_mutation = "sparse mode"; break;
+        case 0: a->scale = wild_double(r); g_mutation = "scale"; break;
+        case 1: a->block = chance(r, 500) ? rnd(r, -1, 40) : wild_int(r); g_mutation = "block size"; break;
+        case 2: a->count = chance(r, 500) ? rnd(r, -1, 6) : wild_int(r); g_mutation = "block count"; break;
+        case 3: a->heads = chance(r, 500) ? rnd(r, -1, 5) : wild_int(r); g_mutation = "head num"; break;
+        case 4: a->sparse = chance(r, 500) ? rnd(r, -1, 4) : wild_int(r); g_mutation = "sparse mode"; break;
         case 5: {
             static const char *layouts[] = {"BSND", "", "TN", "TNDX", "tnd", "BNSD", "SBH", "TND "};
-            if (chance(r, 200)) layout = NULL;
-            else strcpy(layout_buf, layouts[rnd(r, 0, 7)]);
+            if (chance(r, 200)) a->layout = NULL;
+            else strcpy(a->layout_buf, layouts[rnd(r, 0, 7)]);
             g_mutation = "layout";
             break;
         }
@@ -622,41 +717,126 @@ static void case_nsa(rng_t *r, int64_t idx, aclrtStream stream) {
             nq = (uint64_t)rnd(r, 0, 4);
             if (nq > (uint64_t)nb) for (uint64_t i = (uint64_t)nb; i < nq; i++) qv[i] = qv[nb - 1] + (int64_t)i;
             if (chance(r, 500)) nkv = nq;
-            for (uint64_t i = (uint64_t)nb; i < nkv; i++) kvv[i] = kvv[nb - 1] + (int64_t)i * B;
+            for (uint64_t i = (uint64_t)nb; i < nkv; i++) kvv[i] = kvv[nb - 1] + (int64_t)i * s->B;
             with_seq = true;
             g_mutation = "seq length";
             break;
-        case 8: with_seq = true; g_mutation = "one seq array NULL"; break;
+        case 8: with_seq = true; one_null = true; g_mutation = "one seq array NULL"; break;
         default: with_seq = !with_seq; g_mutation = "seq arrays present/absent"; break;
         }
     }
     if (with_seq) {
-        aq = aclCreateIntArray(nq ? qv : NULL, nq);
-        akv = aclCreateIntArray(nkv ? kvv : NULL, nkv);
-        if (g_mutation != NULL && strcmp(g_mutation, "one seq array NULL") == 0) {
-            if (chance(r, 500)) { aclDestroyIntArray(aq); aq = NULL; }
-            else { aclDestroyIntArray(akv); akv = NULL; }
+        a->aq = aclCreateIntArray(nq ? qv : NULL, nq);
+        a->akv = aclCreateIntArray(nkv ? kvv : NULL, nkv);
+        if (one_null) {
+            if (chance(r, 500)) { aclDestroyIntArray(a->aq); a->aq = NULL; }
+            else { aclDestroyIntArray(a->akv); a->akv = NULL; }
         }
     }
+}
+
+static void nsa_attrs_free(nsa_attr *a) {
+    aclDestroyIntArray(a->aq);
+    aclDestroyIntArray(a->akv);
+}
+
+/* The attention mask (optional, values never read): BOOL or UINT8, 2-D. */
+static void nsa_mask(rng_t *r, tdesc *d) {
+    const int64_t ms[2] = {rnd(r, 1, 64), rnd(r, 1, 64)};
+    td_init(r, d, "attenMask", chance(r, 500) ? ACL_BOOL : ACL_UINT8, 2, ms, true);
+    d->fill = 1;
+    d->is_null = chance(r, 700);
+}
+
+static void case_nsa(rng_t *r, int64_t idx, aclrtStream stream) {
+    nsa_draw s;
+    nsa_shapes(r, &s);
+    case_t c;
+    case_begin(&c, OP_NSAG, s.relaxed);
+    const int64_t q[3] = {s.T1, s.N1, s.D}, k[3] = {s.T2, s.N2, s.D}, v[3] = {s.T2, s.N2, s.Dv};
+    const int64_t o[3] = {s.T1, s.N1, s.Dv}, st8[3] = {s.T1, s.N1, 8}, tk[3] = {s.T1, s.N2, s.C};
+    td_init(r, &c.t[0], "query", s.dt, 3, q, true);
+    td_init(r, &c.t[1], "key", s.dt, 3, k, true);
+    td_init(r, &c.t[2], "value", s.dt, 3, v, true);
+    td_init(r, &c.t[3], "attentionOut", s.dt, 3, o, true);
+    td_init(r, &c.t[4], "attentionOutGrad", s.dt, 3, o, true);
+    td_init(r, &c.t[5], "softmaxMax", ACL_FLOAT, 3, st8, true);
+    td_init(r, &c.t[6], "softmaxSum", ACL_FLOAT, 3, st8, true);
+    td_init(r, &c.t[7], "topkIndices", ACL_INT32, 3, tk, true);
+    nsa_mask(r, &c.t[8]);
+    static const aclDataType odt[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+    td_init(r, &c.t[9], "dq", odt[rnd(r, 0, 2)], 3, q, true);
+    td_init(r, &c.t[10], "dk", odt[rnd(r, 0, 2)], 3, k, true);
+    td_init(r, &c.t[11], "dv", odt[rnd(r, 0, 2)], 3, v, true);
+    c.t[7].fill = 2;
+    c.t[7].topk_blocks = s.min_blocks;
+    c.n = 12;
+    mutate_some(r, &c);
+    const bool ok = build_all(r, &c);
+    nsa_attr a;
+    nsa_attrs(r, &s, false, &a);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    for (int i = 0; i < c.n; i++) {
+        if (i != 8 && td_arg(&c.t[i]) == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    }
+    if (a.layout == NULL || ws_arg == NULL || ex_arg == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
     if (ok) {
-        uint64_t ws = 0;
-        aclOpExecutor *ex = NULL;
         aclnnStatus st = aclnnNsaSelectedAttentionGradGetWorkspaceSize(
             td_arg(&c.t[0]), td_arg(&c.t[1]), td_arg(&c.t[2]), td_arg(&c.t[3]), td_arg(&c.t[4]), td_arg(&c.t[5]),
-            td_arg(&c.t[6]), td_arg(&c.t[7]), aq, akv, td_arg(&c.t[8]), scale, block, count, heads, layout, sparse,
-            td_arg(&c.t[9]), td_arg(&c.t[10]), td_arg(&c.t[11]), chance(r, 5) ? NULL : &ws,
-            chance(r, 5) ? NULL : &ex);
-        if (st == ACLNN_SUCCESS && ex != NULL) {
-            after_accept(r, idx, &c, ex, ws, aclnnNsaSelectedAttentionGrad, aclnnScaledMaskedSoftmaxBackward, stream);
-        } else if (st == ACLNN_SUCCESS) {
-            report_case(idx, &c, "accepted with a NULL executor pointer", st);
-        } else {
-            gws_status(idx, &c, st);
-        }
+            td_arg(&c.t[6]), td_arg(&c.t[7]), a.aq, a.akv, td_arg(&c.t[8]), a.scale, a.block, a.count, a.heads,
+            a.layout, a.sparse, td_arg(&c.t[9]), td_arg(&c.t[10]), td_arg(&c.t[11]), ws_arg, ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnNsaSelectedAttentionGrad, aclnnScaledMaskedSoftmaxBackward, stream);
     }
-    aclDestroyIntArray(aq);
-    aclDestroyIntArray(akv);
-    for (int i = 0; i < c.n; i++) td_free(&c.t[i]);
+    nsa_attrs_free(&a);
+    free_all(&c);
+}
+
+static void case_nsa_fwd(rng_t *r, int64_t idx, aclrtStream stream) {
+    nsa_draw s;
+    nsa_shapes(r, &s);
+    case_t c;
+    case_begin(&c, OP_NSAF, s.relaxed);
+    const int64_t q[3] = {s.T1, s.N1, s.D}, k[3] = {s.T2, s.N2, s.D}, v[3] = {s.T2, s.N2, s.Dv};
+    const int64_t o[3] = {s.T1, s.N1, s.Dv}, st8[3] = {s.T1, s.N1, 8}, tk[3] = {s.T1, s.N2, s.C};
+    td_init(r, &c.t[0], "query", s.dt, 3, q, true);
+    td_init(r, &c.t[1], "key", s.dt, 3, k, true);
+    td_init(r, &c.t[2], "value", s.dt, 3, v, true);
+    td_init(r, &c.t[3], "topkIndices", ACL_INT32, 3, tk, true);
+    nsa_mask(r, &c.t[4]);
+    td_init(r, &c.t[5], "softmaxMaxOut", ACL_FLOAT, 3, st8, true);
+    td_init(r, &c.t[6], "softmaxSumOut", ACL_FLOAT, 3, st8, true);
+    td_init(r, &c.t[7], "attentionOut", s.dt, 3, o, true);
+    c.t[3].fill = 2;
+    c.t[3].topk_blocks = s.min_blocks;
+    if (chance(r, 10)) { /* all outputs empty */
+        for (int i = 5; i < 8; i++) c.t[i].dims[0] = 0;
+    }
+    c.n = 8;
+    mutate_some(r, &c);
+    const bool ok = build_all(r, &c);
+    nsa_attr a;
+    nsa_attrs(r, &s, true, &a);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    for (int i = 0; i < c.n; i++) {
+        if (i != 4 && td_arg(&c.t[i]) == NULL) c.null_status = ACLNN_ERR_INNER_NULLPTR;
+    }
+    if (a.aq == NULL || a.akv == NULL || a.layout == NULL || ws_arg == NULL || ex_arg == NULL) {
+        c.null_status = ACLNN_ERR_INNER_NULLPTR;
+    }
+    /* three empty outputs: accepted before any other check, and nothing runs (as the vendor) */
+    c.runs_nothing = !c.null_status;
+    for (int i = 5; i < 8; i++) c.runs_nothing &= !c.t[i].has_elems;
+    if (ok) {
+        aclnnStatus st = aclnnNsaSelectedAttentionGetWorkspaceSize(
+            td_arg(&c.t[0]), td_arg(&c.t[1]), td_arg(&c.t[2]), td_arg(&c.t[3]), td_arg(&c.t[4]), a.aq, a.akv,
+            a.scale, a.heads, a.layout, a.sparse, a.block, a.count, td_arg(&c.t[5]), td_arg(&c.t[6]),
+            td_arg(&c.t[7]), ws_arg, ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnNsaSelectedAttention, aclnnScaledMaskedSoftmax, stream);
+    }
+    nsa_attrs_free(&a);
+    free_all(&c);
 }
 
 static void run_case(uint64_t seed, int64_t idx, aclrtStream stream) {
@@ -665,13 +845,11 @@ static void run_case(uint64_t seed, int64_t idx, aclrtStream stream) {
     g_mutation = NULL;
     if (g_verbose) fprintf(stderr, "fuzz_ops: case %lld\n", (long long)idx);
     g_c->cases++;
-    if (chance(&r, 400)) {
-        g_c->smsb++;
-        case_smsb(&r, idx, stream);
-    } else {
-        g_c->nsa++;
-        case_nsa(&r, idx, stream);
-    }
+    const int64_t pick = rnd(&r, 0, 9);
+    if (pick < 2) case_smsb(&r, idx, stream);
+    else if (pick < 4) case_smsf(&r, idx, stream);
+    else if (pick < 7) case_nsa(&r, idx, stream);
+    else case_nsa_fwd(&r, idx, stream);
 }
 
 /* Runs cases [first, end) in this process. */
@@ -758,11 +936,19 @@ int main(int argc, char **argv) {
         }
     }
     const counters *c = g_c;
-    printf("fuzz_ops: seed %llu, cases %lld..%lld: %llu run (%llu softmax, %llu NSA of which %llu relaxed)\n",
-           (unsigned long long)seed, (long long)first, (long long)end - 1, (unsigned long long)c->cases,
-           (unsigned long long)c->smsb, (unsigned long long)c->nsa, (unsigned long long)c->nsa_relaxed);
-    printf("  aclCreateTensor rejected %llu; GetWorkspaceSize accepted %llu, rejected %llu (%llu with a status "
-           "other than 161001/161002)\n",
+    printf("fuzz_ops: seed %llu, cases %lld..%lld: %llu run\n", (unsigned long long)seed, (long long)first,
+           (long long)end - 1, (unsigned long long)c->cases);
+    for (int op = 0; op < NOPS; op++) {
+        char relaxed[48] = "";
+        if (op == OP_NSAG || op == OP_NSAF) {
+            snprintf(relaxed, sizeof relaxed, " (%llu relaxed)", (unsigned long long)c->op_relaxed[op]);
+        }
+        printf("  %-28s %6llu cases%s: GetWorkspaceSize accepted %llu, rejected %llu; ran %llu\n",
+               g_op_names[op], (unsigned long long)c->op_cases[op], relaxed, (unsigned long long)c->op_accepted[op],
+               (unsigned long long)c->op_rejected[op], (unsigned long long)c->op_ran[op]);
+    }
+    printf("  aclCreateTensor rejected %llu; GetWorkspaceSize accepted %llu, rejected %llu (%llu with an "
+           "unexpected status)\n",
            (unsigned long long)c->create_rejected, (unsigned long long)c->gws_accepted,
            (unsigned long long)c->gws_rejected, (unsigned long long)c->odd_status);
     printf("  launches %llu (rejected %llu); synchronize ok %llu, error %llu; bad-address launches refused %llu\n",
