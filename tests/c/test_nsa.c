@@ -842,7 +842,7 @@ static uint64_t ws_formula(const prob *p) {
     const int bf = p->idt == ACL_BF16;
     const uint64_t hb = bf ? 6 : 4;
     const uint64_t per_tok = N1 * (C * Bp * 8 + (Dp + Dvp) * hb + 12) + N2 * C * 4;
-    uint64_t tile = (32ull << 20) / per_tok;
+    uint64_t tile = (8ull << 20) / per_tok;
     if (tile < 1) tile = 1;
     if (tile > T1) tile = T1;
     return 64 + r64(tile * N1 * Dp * 4) + r64(tile * N1 * Dvp * 4) + (bf ? r64(tile * N1 * Dp * 2) : 0) +

@@ -14,7 +14,7 @@
 /* Budget for the per-tile arrays (P, dS, packed Q and dO, stats, index
  * entries), in bytes; the token tile size is derived from it and from the
  * shapes only. */
-#define NSA_SAG_TILE_BYTES ((int64_t)32 << 20)
+#define NSA_SAG_TILE_BYTES ((int64_t)8 << 20)
 
 /* Everything GetWorkspaceSize receives. */
 typedef struct nsa_sag_args {

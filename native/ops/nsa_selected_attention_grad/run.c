@@ -5,10 +5,11 @@
  *  2. pack K (rows) and K^T, V^T per key block into the workspace (fp32, or
  *     bf16 pairs for the AVX512_BF16 kernel when the inputs are bf16);
  *  3. per token tile: pack the tile's Q, dO (fp32, + bf16 copies), max, sum,
- *     Dsum; pass 1 over (token, n2): S, dP, P, dS, dq (dq written);
- *     inverse index (counting sort, by (n2, key block), pairs in (t, i) order);
- *     pass 2 over (n2, key block, dk|dv): dk / dv accumulated in fp32 in the
- *     workspace, cast on the last tile.
+ *     Dsum; inverse index (counting sort, by (n2, key block), pairs in (t, i)
+ *     order); pass 1a over the index entries (grouped by key block): S, dP,
+ *     P, dS; pass 1b over (token, n2): dq (written); pass 2 over (n2, key
+ *     block, dk|dv): dk / dv accumulated in fp32 in the workspace, cast on the
+ *     last tile.
  * Every output element is written by exactly one chunk; the summation order of
  * every sum is fixed, so results do not depend on the thread count. */
 #include <stdatomic.h>
@@ -98,7 +99,7 @@ static void pack_kv(void *ctx, int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; it++) nsa_pack_kv_block(&pk, it, scr);
 }
 
-/* ---- step 3: pass 1, items (local token, n2) of the current tile ---- */
+/* ---- step 3: pass 1 of the current tile ---- */
 
 /* Number of visible keys of block `lb` (batch-local block number) for query
  * position s: keys j with j <= s in sparse mode 2, all keys otherwise. */
@@ -108,10 +109,53 @@ static inline int64_t visible_keys(const nsa_sag_plan *p, int64_t s, int64_t lb)
     return n < 0 ? 0 : (n > p->B ? p->B : n);
 }
 
-static void pass1(void *ctx, int64_t begin, int64_t end) {
+/* Pass 1a, items: the index entries (pairs grouped by key block, so a block's
+ * K^T / V^T stay in cache): S, dP, then P and dS in place, per pair. */
+static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
     nsa_ctx *x = ctx;
     const nsa_sag_plan *p = x->p;
-    const int64_t G = p->G, C = p->C, B = p->B, Bp = p->Bp, Dp = p->Dp, Dvp = p->Dvp, N1 = p->N1, N2 = p->N2;
+    const int64_t G = p->G, C = p->C, Bp = p->Bp, Dp = p->Dp, Dvp = p->Dvp, N1 = p->N1, N2 = p->N2;
+    const nsa_grad_kernels *kn = &p->kern;
+    for (int64_t j = begin; j < end; j++) {
+        const int64_t e = x->ent[j];
+        const int64_t it = e / C, i = e % C;
+        const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
+        const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
+        const int64_t h0 = tl * N1 + n2 * G; /* first query-head row of the group (tile-local) */
+        const int64_t gbi = x->gblk[(t * N2 + n2) * C + i];
+        const int64_t nvis = visible_keys(p, s, gbi - kvb0);
+        const int64_t blk = n2 * p->NB + gbi;
+        float *pi = x->P + e * G * Bp;
+        float *di = x->dS + e * G * Bp;
+        if (p->use_bf16) {
+            kn->gemm_bf16(G, Bp, (p->D + 1) / 2 * 2, x->qb + h0 * Dp, Dp,
+                          (const uint16_t *)(const void *)(x->kt + blk * p->D * Bp), pi, Bp);
+            kn->gemm_bf16(G, Bp, (p->Dv + 1) / 2 * 2, x->dob + h0 * Dvp, Dvp,
+                          (const uint16_t *)(const void *)(x->vt + blk * p->Dv * Bp), di, Bp);
+        } else {
+            nsa_panel one = {x->q32 + h0 * Dp, x->kt + blk * p->D * Bp};
+            nsa_gemm_args ga = {.m = G, .n = Bp, .k = p->D, .panels = &one, .npanels = 1, .a_sm = Dp,
+                                .a_sk = 1, .ldb = Bp, .c = pi, .ldc = Bp, .accumulate = 0};
+            kn->gemm(&ga);
+            one.a = x->do32 + h0 * Dvp;
+            one.b = x->vt + blk * p->Dv * Bp;
+            ga.k = p->Dv;
+            ga.a_sm = Dvp;
+            ga.c = di;
+            kn->gemm(&ga);
+        }
+        for (int64_t g = 0; g < G; g++) {
+            kn->pgrad(pi + g * Bp, di + g * Bp, Bp, nvis, p->scale, x->mx[h0 + g], x->sm[h0 + g], x->dsum[h0 + g]);
+        }
+    }
+}
+
+/* Pass 1b, items (local token, n2): dq = dS K over the visible blocks in
+ * selection order, cast and written. */
+static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
+    nsa_ctx *x = ctx;
+    const nsa_sag_plan *p = x->p;
+    const int64_t G = p->G, C = p->C, B = p->B, Bp = p->Bp, Dp = p->Dp, N2 = p->N2;
     const size_t pan_bytes = ((size_t)C * sizeof(nsa_panel) + 63u) & ~(size_t)63u;
     char *scr = pa_thread_scratch(pan_bytes + (size_t)(G * Dp) * sizeof(float));
     if (scr == NULL) {
@@ -120,51 +164,21 @@ static void pass1(void *ctx, int64_t begin, int64_t end) {
     }
     nsa_panel *pan = (nsa_panel *)(void *)scr;
     float *dqb = (float *)(void *)(scr + pan_bytes);
-    const nsa_grad_kernels *kn = &p->kern;
     for (int64_t it = begin; it < end; it++) {
         const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
         const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
-        const int64_t h0 = tl * N1 + n2 * G; /* first query-head row of the group (tile-local) */
-        const float *qrows = x->q32 + h0 * Dp;
-        const float *drows = x->do32 + h0 * Dvp;
-        float *pslot = x->P + it * C * G * Bp;
-        float *dslot = x->dS + it * C * G * Bp;
+        const float *dslot = x->dS + it * C * G * Bp;
         const int32_t *gb = x->gblk + (t * N2 + n2) * C;
         int64_t npan = 0;
         for (int64_t i = 0; i < C; i++) {
-            const int64_t nvis = visible_keys(p, s, gb[i] - kvb0);
-            if (nvis <= 0) continue; /* fully masked: P = dS = 0, skipped everywhere */
-            const int64_t blk = n2 * p->NB + gb[i];
-            float *pi = pslot + i * G * Bp;
-            float *di = dslot + i * G * Bp;
-            if (p->use_bf16) {
-                kn->gemm_bf16(G, Bp, (p->D + 1) / 2 * 2, x->qb + h0 * Dp, Dp,
-                              (const uint16_t *)(const void *)(x->kt + blk * p->D * Bp), pi, Bp);
-                kn->gemm_bf16(G, Bp, (p->Dv + 1) / 2 * 2, x->dob + h0 * Dvp, Dvp,
-                              (const uint16_t *)(const void *)(x->vt + blk * p->Dv * Bp), di, Bp);
-            } else {
-                nsa_panel one = {qrows, x->kt + blk * p->D * Bp};
-                nsa_gemm_args ga = {.m = G, .n = Bp, .k = p->D, .panels = &one, .npanels = 1, .a_sm = Dp,
-                                    .a_sk = 1, .ldb = Bp, .c = pi, .ldc = Bp, .accumulate = 0};
-                kn->gemm(&ga);
-                one.a = drows;
-                one.b = x->vt + blk * p->Dv * Bp;
-                ga.k = p->Dv;
-                ga.a_sm = Dvp;
-                ga.c = di;
-                kn->gemm(&ga);
-            }
-            for (int64_t g = 0; g < G; g++) {
-                kn->pgrad(pi + g * Bp, di + g * Bp, Bp, nvis, p->scale, x->mx[h0 + g], x->sm[h0 + g],
-                          x->dsum[h0 + g]);
-            }
-            pan[npan].a = di;
+            if (visible_keys(p, s, gb[i] - kvb0) <= 0) continue; /* fully masked: P = dS = 0, skipped */
+            pan[npan].a = dslot + i * G * Bp;
             pan[npan].b = x->k32 + (n2 * p->T2 + (int64_t)gb[i] * B) * Dp;
             npan++;
         }
         const nsa_gemm_args gq = {.m = G, .n = Dp, .k = B, .panels = pan, .npanels = npan, .a_sm = Bp, .a_sk = 1,
                                   .ldb = Dp, .c = dqb, .ldc = Dp, .accumulate = 0};
-        kn->gemm(&gq);
+        p->kern.gemm(&gq);
         for (int64_t g = 0; g < G; g++) nsa_write_row(&p->dq, t, n2 * G + g, p->D, dqb + g * Dp, p->scale);
     }
 }
@@ -300,9 +314,11 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
         x.last_tile = tile == p->ntiles - 1;
         pa_parallel_for(x.tn, tgrain, pack_tokens, &x);
         if (atomic_load(&x.oom)) return oom_fail();
-        pa_parallel_for(x.tn * p->N2, 1, pass1, &x);
-        if (atomic_load(&x.oom)) return oom_fail();
         build_index(&x);
+        /* pass 1a: chunks of 8 pairs (independent of the thread count) */
+        pa_parallel_for(x.cnt[p->N2 * p->NB - 1], 8, pass1_scores, &x);
+        pa_parallel_for(x.tn * p->N2, 1, pass1_dq, &x);
+        if (atomic_load(&x.oom)) return oom_fail();
         /* pass-2 items: grain independent of the thread count, 1 unless there are many */
         const int64_t items2 = p->N2 * p->NB * 2;
         pa_parallel_for(items2, PA_MAX((int64_t)1, items2 / 512), pass2, &x);
