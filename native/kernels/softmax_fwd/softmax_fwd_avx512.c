@@ -9,6 +9,8 @@
 
 #include <immintrin.h>
 
+#include "common/pa_half.h"
+
 static inline __mmask16 tail_mask(int64_t cnt) {
     return cnt >= 16 ? (__mmask16)0xffff : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
 }
@@ -24,18 +26,22 @@ static inline __m512 bf16_widen(__m256i h) {
 static inline __m512 ld_bf16(const void *p) { return bf16_widen(_mm256_loadu_si256((const __m256i *)p)); }
 static inline __m512 ldm_bf16(const void *p, __mmask16 k) { return bf16_widen(_mm256_maskz_loadu_epi16(k, p)); }
 
-/* ---- x * scale ---- */
-static inline __m512 mul_f32(__m512 x, __m512 s) { return _mm512_mul_ps(x, s); }
-static inline __m512 mul_f16(__m512 x, __m512 s) {
-    return _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(x, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+/* ---- z = keep ? x * scale : fill ---- */
+static inline __m512 mul_f32(__m512 fill, __mmask16 keep, __m512 x, __m512 s) { return _mm512_mask_mul_ps(fill, keep, x, s); }
+static inline __m512 mul_f16(__m512 fill, __mmask16 keep, __m512 x, __m512 s) {
+    return _mm512_mask_mov_ps(
+        fill, keep,
+        _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(x, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
 }
 
 /* ---- stores: fp32 -> elements, round to nearest even ---- */
-static inline void st2_f32(void *p, __m512 a, __m512 b) {
+static inline void st2_f32(void *p, __m512 a, __m512 b, bool dn) {
+    (void)dn;
     _mm512_storeu_ps(p, a);
     _mm512_storeu_ps((char *)p + 64, b);
 }
-static inline void st2nt_f32(void *p, __m512 a, __m512 b) {
+static inline void st2nt_f32(void *p, __m512 a, __m512 b, bool dn) {
+    (void)dn;
     _mm512_stream_ps((float *)p, a);
     _mm512_stream_ps((float *)p + 16, b);
 }
@@ -44,8 +50,8 @@ static inline __m256i f16_narrow(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUN
 static inline __m512i f16_pair(__m512 a, __m512 b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(f16_narrow(a)), f16_narrow(b), 1);
 }
-static inline void st2_f16(void *p, __m512 a, __m512 b) { _mm512_storeu_si512(p, f16_pair(a, b)); }
-static inline void st2nt_f16(void *p, __m512 a, __m512 b) { _mm512_stream_si512(p, f16_pair(a, b)); }
+static inline void st2_f16(void *p, __m512 a, __m512 b, bool dn) { (void)dn; _mm512_storeu_si512(p, f16_pair(a, b)); }
+static inline void st2nt_f16(void *p, __m512 a, __m512 b, bool dn) { (void)dn; _mm512_stream_si512(p, f16_pair(a, b)); }
 static inline void stm_f16(void *p, __mmask16 k, __m512 v) { _mm256_mask_storeu_epi16(p, k, f16_narrow(v)); }
 /* integer round-to-nearest-even: pa_f32_to_bf16 for every value this kernel
  * stores (finite outputs and the default NaN 0xffc00000 -> 0xffc0) */
@@ -58,39 +64,41 @@ static inline __m256i bf16_narrow(__m512 v) {
 static inline __m512i bf16_pair(__m512 a, __m512 b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(bf16_narrow(a)), bf16_narrow(b), 1);
 }
-static inline void st2_bf16(void *p, __m512 a, __m512 b) { _mm512_storeu_si512(p, bf16_pair(a, b)); }
-static inline void st2nt_bf16(void *p, __m512 a, __m512 b) { _mm512_stream_si512(p, bf16_pair(a, b)); }
+static inline void st2_bf16(void *p, __m512 a, __m512 b, bool dn) { (void)dn; _mm512_storeu_si512(p, bf16_pair(a, b)); }
+static inline void st2nt_bf16(void *p, __m512 a, __m512 b, bool dn) { (void)dn; _mm512_stream_si512(p, bf16_pair(a, b)); }
 static inline void stm_bf16(void *p, __mmask16 k, __m512 v) { _mm256_mask_storeu_epi16(p, k, bf16_narrow(v)); }
 
 /* AVX512_BF16: vcvtne2ps2bf16 rounds like the integer path except that it flushes
  * fp32 denormal inputs to zero; a pair holding one (rare: outputs below 2^-126)
- * takes the integer path. */
+ * takes the integer path. Rows that cannot produce one (dn false) skip the test. */
 static inline __mmask16 denormal_lanes(__m512 v) {
     const __m512i u = _mm512_castps_si512(v);
     const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
     return _mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff));
 }
-static inline __m512i bf16hw_pair(__m512 a, __m512 b) {
-    if ((denormal_lanes(a) | denormal_lanes(b)) != 0) return bf16_pair(a, b);
+static inline __m512i bf16hw_pair(__m512 a, __m512 b, bool dn) {
+    if (dn && (denormal_lanes(a) | denormal_lanes(b)) != 0) return bf16_pair(a, b);
     return (__m512i)_mm512_cvtne2ps_pbh(b, a); /* a -> low 16 lanes */
 }
-static inline void st2_bf16hw(void *p, __m512 a, __m512 b) { _mm512_storeu_si512(p, bf16hw_pair(a, b)); }
-static inline void st2nt_bf16hw(void *p, __m512 a, __m512 b) { _mm512_stream_si512(p, bf16hw_pair(a, b)); }
+static inline void st2_bf16hw(void *p, __m512 a, __m512 b, bool dn) { _mm512_storeu_si512(p, bf16hw_pair(a, b, dn)); }
+static inline void st2nt_bf16hw(void *p, __m512 a, __m512 b, bool dn) { _mm512_stream_si512(p, bf16hw_pair(a, b, dn)); }
 
-/* mask bytes -> masked lanes */
-static inline __mmask16 ld_mask(const uint8_t *m) {
+/* mask bytes -> unmasked lanes (masked-load tails: lanes past k count as unmasked) */
+static inline __mmask16 ld_keep(const uint8_t *m) {
     const __m128i v = _mm_loadu_si128((const __m128i *)m);
-    return _mm_test_epi8_mask(v, v);
+    return _mm_testn_epi8_mask(v, v);
 }
-static inline __mmask16 ldm_mask(const uint8_t *m, __mmask16 k) {
+static inline __mmask16 ldm_keep(const uint8_t *m, __mmask16 k) {
     const __m128i v = _mm_maskz_loadu_epi8(k, m);
-    return _mm_test_epi8_mask(v, v);
+    return _mm_testn_epi8_mask(v, v);
 }
 
-/* pa_smsf exp (softmax_fwd.h), 16 lanes. Cut lanes (and only they) may hold
- * garbage before the final masked scalef, which zeroes them. */
-static inline __m512 exp16(__m512 x) {
-    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(PA_SMSF_EXP_LOW), _CMP_NLT_UQ);
+/* pa_smsf exp (softmax_fwd.h), 16 lanes. keep = exp_keep(x). Cut lanes (and only
+ * they) may hold garbage before the final masked scalef, which zeroes them. */
+static inline __mmask16 exp_keep(__m512 x) {
+    return _mm512_cmp_ps_mask(x, _mm512_set1_ps(PA_SMSF_EXP_LOW), _CMP_NLT_UQ);
+}
+static inline __m512 exp16(__m512 x, __mmask16 keep) {
     const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(PA_SMSF_LOG2E));
     const __m512 nf = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-PA_SMSF_LN2_HI), x);
@@ -114,7 +122,7 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     return _mm_cvtss_f32(t1);
 }
 
-#define PA_SMSF_ROW_AVX512(NAME, ES, LD, LDM, MUL, ST2, ST2NT, STM)                                  \
+#define PA_SMSF_ROW_AVX512(NAME, ES, LD, LDM, MUL, ST2, ST2NT, STM, DN)                                \
     static void NAME(const void *xv, const uint8_t *m, void *yv, int64_t n, float scale, float *z,     \
                      bool nt, const void *xnv, const uint8_t *mn) {                                                                      \
         const char *x = (const char *)xv, *xn = (const char *)xnv;                                   \
@@ -124,9 +132,8 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
         int64_t i = 0;                                                                               \
         /* A: z and its max (max_ps(z, m) = z > m ? z : m, as the oracle) */                         \
         for (; i + 32 <= n; i += 32) {                                                               \
-            const __m512 z0 = _mm512_mask_mov_ps(MUL(LD(x + i * (ES)), sc), ld_mask(m + i), fill);   \
-            const __m512 z1 =                                                                        \
-                _mm512_mask_mov_ps(MUL(LD(x + (i + 16) * (ES)), sc), ld_mask(m + i + 16), fill);     \
+            const __m512 z0 = MUL(fill, ld_keep(m + i), LD(x + i * (ES)), sc);                       \
+            const __m512 z1 = MUL(fill, ld_keep(m + i + 16), LD(x + (i + 16) * (ES)), sc);           \
             _mm512_store_ps(z + i, z0);                                                              \
             _mm512_store_ps(z + i + 16, z1);                                                         \
             mx0 = _mm512_max_ps(z0, mx0);                                                            \
@@ -134,7 +141,7 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
         }                                                                                            \
         for (; i < n; i += 16) {                                                                     \
             const __mmask16 k = tail_mask(n - i);                                                    \
-            const __m512 z0 = _mm512_mask_mov_ps(MUL(LDM(x + i * (ES), k), sc), ldm_mask(m + i, k), fill); \
+            const __m512 z0 = MUL(fill, ldm_keep(m + i, k), LDM(x + i * (ES), k), sc);               \
             _mm512_store_ps(z + i, z0);                                                              \
             mx0 = _mm512_mask_max_ps(mx0, k, z0, mx0);                                               \
         }                                                                                            \
@@ -142,6 +149,7 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
         /* B: e = exp(z - max) over z, and the sum */                                                \
         __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),              \
                          _mm512_setzero_ps()};                                                       \
+        __m512 dmin = _mm512_setzero_ps(); /* min of the uncut exp arguments (DN only) */            \
         i = 0;                                                                                       \
         for (; i + 64 <= n; i += 64) {                                                               \
             /* the next row, 64 elements per step (it is read by the next pass A) */                 \
@@ -150,15 +158,20 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
             }                                                                                        \
             if (mn != NULL) _mm_prefetch((const char *)mn + i, _MM_HINT_T0);                         \
             for (int k = 0; k < 4; k++) {                                                            \
-                const __m512 e = exp16(_mm512_sub_ps(_mm512_load_ps(z + i + 16 * k), mx));           \
+                const __m512 d = _mm512_sub_ps(_mm512_load_ps(z + i + 16 * k), mx);                  \
+                const __mmask16 kp = exp_keep(d);                                                    \
+                if (DN) dmin = _mm512_mask_min_ps(dmin, kp, d, dmin);                                \
+                const __m512 e = exp16(d, kp);                                                       \
                 _mm512_store_ps(z + i + 16 * k, e);                                                  \
                 acc[k] = _mm512_add_ps(acc[k], e);                                                   \
             }                                                                                        \
         }                                                                                            \
         for (int k = 0; k < 4 && i + 16 * k < n; k++) {                                              \
             const __mmask16 km = tail_mask(n - i - 16 * k);                                          \
-            const __m512 e =                                                                         \
-                _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(_mm512_maskz_load_ps(km, z + i + 16 * k), mx))); \
+            const __m512 d = _mm512_sub_ps(_mm512_maskz_load_ps(km, z + i + 16 * k), mx);            \
+            const __mmask16 kp = exp_keep(d);                                                        \
+            if (DN) dmin = _mm512_mask_min_ps(dmin, kp & km, d, dmin);                               \
+            const __m512 e = _mm512_maskz_mov_ps(km, exp16(d, kp));                                  \
             _mm512_store_ps(z + i + 16 * k, e);                                                      \
             acc[k] = _mm512_mask_add_ps(acc[k], km, acc[k], e);                                      \
         }                                                                                            \
@@ -166,6 +179,11 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
         /* C: y = e * (1 / sum) */                                                                         \
         const __m512 s = _mm512_set1_ps(1.0f / sum);                                                      \
         const bool nan_row = sum != sum;                                                             \
+        /* no y is denormal when the smallest nonzero e (> exp(dmin) * (1 - 2^-21)) times 1/sum  \
+         * stays >= 2^-126: dmin >= ln(sum) - 87.3365 (+ margin), with ln(sum) < 2^(ex+1) * ln 2  \
+         * for sum's binary exponent ex (sum >= 1, or NaN: then dn) */                              \
+        const bool dn = DN && !(_mm512_reduce_min_ps(dmin) >=                                        \
+                                (float)(((int)(pa_f32_bits(sum) >> 23) & 0xff) - 126) * 0.6931472f - 87.3365f + 1e-3f); \
         const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)PA_SMSF_NAN_BITS));           \
         i = 0;                                                                                       \
         int64_t head = 0;                                                                            \
@@ -182,8 +200,8 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
         for (; i + 32 <= n; i += 32) {                                                               \
             const __m512 v0 = nan_row ? qnan : _mm512_mul_ps(_mm512_loadu_ps(z + i), s);             \
             const __m512 v1 = nan_row ? qnan : _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s);        \
-            if (stream) ST2NT(o + i * (ES), v0, v1);                                                 \
-            else ST2(o + i * (ES), v0, v1);                                                          \
+            if (stream) ST2NT(o + i * (ES), v0, v1, dn);                                             \
+            else ST2(o + i * (ES), v0, v1, dn);                                                      \
         }                                                                                            \
         for (; i < n; i += 16) {                                                                     \
             const __mmask16 k = tail_mask(n - i);                                                    \
@@ -191,10 +209,10 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
         }                                                                                            \
     }
 
-PA_SMSF_ROW_AVX512(row_f32, 4, ld_f32, ldm_f32, mul_f32, st2_f32, st2nt_f32, stm_f32)
-PA_SMSF_ROW_AVX512(row_f16, 2, ld_f16, ldm_f16, mul_f16, st2_f16, st2nt_f16, stm_f16)
-PA_SMSF_ROW_AVX512(row_bf16, 2, ld_bf16, ldm_bf16, mul_f32, st2_bf16, st2nt_bf16, stm_bf16)
-PA_SMSF_ROW_AVX512(row_bf16hw, 2, ld_bf16, ldm_bf16, mul_f32, st2_bf16hw, st2nt_bf16hw, stm_bf16)
+PA_SMSF_ROW_AVX512(row_f32, 4, ld_f32, ldm_f32, mul_f32, st2_f32, st2nt_f32, stm_f32, 0)
+PA_SMSF_ROW_AVX512(row_f16, 2, ld_f16, ldm_f16, mul_f16, st2_f16, st2nt_f16, stm_f16, 0)
+PA_SMSF_ROW_AVX512(row_bf16, 2, ld_bf16, ldm_bf16, mul_f32, st2_bf16, st2nt_bf16, stm_bf16, 0)
+PA_SMSF_ROW_AVX512(row_bf16hw, 2, ld_bf16, ldm_bf16, mul_f32, st2_bf16hw, st2nt_bf16hw, stm_bf16, 1)
 
 void pa_smsf_rows_f32_avx512(const pa_smsf_args *a, int64_t r0, int64_t r1) {
     pa_smsf_drive(a, r0, r1, 4, row_f32, pa_smsf_rows_f32_scalar);
