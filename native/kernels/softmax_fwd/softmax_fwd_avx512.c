@@ -10,21 +10,7 @@
 #include <immintrin.h>
 
 #include "common/pa_half.h"
-
-static inline __mmask16 tail_mask(int64_t cnt) {
-    return cnt >= 16 ? (__mmask16)0xffff : cnt <= 0 ? (__mmask16)0 : (__mmask16)((1u << cnt) - 1u);
-}
-
-/* ---- loads: 16 elements -> fp32 (masked variants zero the other lanes) ---- */
-static inline __m512 ld_f32(const void *p) { return _mm512_loadu_ps(p); }
-static inline __m512 ldm_f32(const void *p, __mmask16 k) { return _mm512_maskz_loadu_ps(k, p); }
-static inline __m512 ld_f16(const void *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
-static inline __m512 ldm_f16(const void *p, __mmask16 k) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)); }
-static inline __m512 bf16_widen(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-static inline __m512 ld_bf16(const void *p) { return bf16_widen(_mm256_loadu_si256((const __m256i *)p)); }
-static inline __m512 ldm_bf16(const void *p, __mmask16 k) { return bf16_widen(_mm256_maskz_loadu_epi16(k, p)); }
+#include "kernels/common/simd_avx512.h"
 
 /* ---- z = keep ? x * scale : fill ---- */
 static inline __m512 mul_f32(__m512 fill, __mmask16 keep, __m512 x, __m512 s) { return _mm512_mask_mul_ps(fill, keep, x, s); }
@@ -46,10 +32,6 @@ static inline void st2nt_f32(void *p, __m512 a, __m512 b, bool dn) {
     _mm512_stream_ps((float *)p + 16, b);
 }
 static inline void stm_f32(void *p, __mmask16 k, __m512 v) { _mm512_mask_storeu_ps(p, k, v); }
-static inline __m256i f16_narrow(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-static inline __m512i f16_pair(__m512 a, __m512 b) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(f16_narrow(a)), f16_narrow(b), 1);
-}
 static inline void st2_f16(void *p, __m512 a, __m512 b, bool dn) { (void)dn; _mm512_storeu_si512(p, f16_pair(a, b)); }
 static inline void st2nt_f16(void *p, __m512 a, __m512 b, bool dn) { (void)dn; _mm512_stream_si512(p, f16_pair(a, b)); }
 static inline void stm_f16(void *p, __mmask16 k, __m512 v) { _mm256_mask_storeu_epi16(p, k, f16_narrow(v)); }
@@ -71,11 +53,6 @@ static inline void stm_bf16(void *p, __mmask16 k, __m512 v) { _mm256_mask_storeu
 /* AVX512_BF16: vcvtne2ps2bf16 rounds like the integer path except that it flushes
  * fp32 denormal inputs to zero; a pair holding one (rare: outputs below 2^-126)
  * takes the integer path. Rows that cannot produce one (dn false) skip the test. */
-static inline __mmask16 denormal_lanes(__m512 v) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
-    return _mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff));
-}
 static inline __m512i bf16hw_pair(__m512 a, __m512 b, bool dn) {
     if (dn && (denormal_lanes(a) | denormal_lanes(b)) != 0) return bf16_pair(a, b);
     return (__m512i)_mm512_cvtne2ps_pbh(b, a); /* a -> low 16 lanes */
