@@ -18,16 +18,21 @@
  * fused multiply-add, one rounding; every other multiply and add rounded on its
  * own, never contracted), so all tiers give the same bits:
  *
- * exp(x), x <= 0 or NaN:
+ * exp(x), x <= 0 or NaN: 2^(nf/16) * e^r with nf the integer nearest x*16/ln2,
+ * 2^(j/16) (j = nf mod 16) from a 16-entry table and e^r - 1 a cubic in r:
  *   cut = x < -87                  (e = +0 there: exp(-87) is about the last value
  *                                   that stays normal; no denormal is ever formed,
  *                                   which would cost a microcode assist per lane)
- *   t  = x * LOG2E;  nf = t rounded to an integer, ties to even
- *   r  = fma(nf, -LN2_HI, x);  r = fma(nf, -LN2_LO, r)        (|r| <= ln2/2)
- *   p  = fma(C6, r, C5); p = fma(p, r, C4); ... ; p = fma(p, r, C0)
- *   e  = cut ? +0 : p * 2^nf      (exact: nf >= -126 and p > 1.39 when nf = -126)
- * C0..C6: a degree-6 fit of exp on [-ln2/2, ln2/2] (max error 1.2 * 2^-24 relative
- * in this fp32 evaluation).
+ *   t  = fma(x, K, MAGIC);  nf = t - MAGIC       (t's low mantissa bits hold nf)
+ *   r1 = fma(-nf, L_HI, x)                       (exact: |r1| < 2^-5)
+ *   r  = fma(-nf, L_LO, r1)                      (|r| <= ln2/32 + tiny)
+ *   q  = fma(fma(C3, r1, C2), r1 * r1, r)        (e^r - 1)
+ *   h  = the float whose bits are pa_smsf_exp2_tab[bits(t) & 15] + (bits(t) << 19)
+ *        in uint32 arithmetic: RN(2^(j/16)) * 2^((nf - j)/16), exactly (the table
+ *        holds bits(RN(2^(j/16))) - (j << 19); nf >= -2008 keeps h normal)
+ *   e  = cut ? +0 : fma(h, q, h)
+ * Max error 1.01 ulp over every fp32 x in [-87, 0]; about 80% of uniformly spread
+ * arguments are correctly rounded (the table entries' own rounding is the rest).
  *
  * y[i] = e[i] * inv with inv = 1 / s (one fp32 division per row).
  *
@@ -49,18 +54,16 @@
 
 #define PA_SMSF_MASK_VALUE (-10000.0f)
 #define PA_SMSF_EXP_LOW (-87.0f)
-#define PA_SMSF_LOG2E 1.44269504088896341f
-#define PA_SMSF_MAGIC 12582912.0f /* 1.5 * 2^23: (t + MAGIC) - MAGIC rounds |t| < 2^22 to an integer */
-#define PA_SMSF_LN2_HI 0.693359375f
-#define PA_SMSF_LN2_LO (-2.12194440e-4f)
-#define PA_SMSF_C0 0x1p+0f
-#define PA_SMSF_C1 0x1p+0f
-#define PA_SMSF_C2 0x1.fffffap-2f
-#define PA_SMSF_C3 0x1.55540cp-3f
-#define PA_SMSF_C4 0x1.5558e2p-5f
-#define PA_SMSF_C5 0x1.126cacp-7f
-#define PA_SMSF_C6 0x1.6a87acp-10f
+#define PA_SMSF_K 0x1.715476p+4f       /* 16 / ln2 */
+#define PA_SMSF_MAGIC 12582912.0f    /* 1.5 * 2^23: x*K + MAGIC rounds x*K to an integer */
+#define PA_SMSF_L_HI 0x1.62e430p-5f    /* ln2 / 16 = L_HI + L_LO */
+#define PA_SMSF_L_LO (-0x1.05c610p-33f)
+#define PA_SMSF_C2 0x1.00021ep-1f      /* minimax on [-ln2/32, ln2/32]: 2^-29.2 relative */
+#define PA_SMSF_C3 0x1.55559ep-3f
 #define PA_SMSF_NAN_BITS 0xffc00000u
+
+/* bits(RN(2^(j/16))) - (j << 19), j = 0..15 (softmax_fwd_config.c) */
+extern const uint32_t pa_smsf_exp2_tab[16];
 
 /* The problem, as the kernels see it. Pointers address element 0 of each view;
  * strides are in elements and non-negative; a broadcast mask dim has stride 0.

@@ -52,24 +52,23 @@ static inline __m256 apply_mask(__m256 v, const uint8_t *m, __m256 fill) {
     return _mm256_blendv_ps(fill, v, keep);
 }
 
-/* pa_smsf exp (softmax_fwd.h), 8 lanes. Cut lanes may hold garbage until the
+/* pa_smsf exp (softmax_fwd.h), 8 lanes: the 16-entry table as two 8-entry
+ * permutes, picked by bit 3 of the index. Cut lanes may hold garbage until the
  * final and, which zeroes them. */
-static inline __m256 exp8(__m256 x) {
+static inline __m256 exp8(__m256 x, __m256i tab_lo, __m256i tab_hi) {
     const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(PA_SMSF_EXP_LOW), _CMP_NLT_UQ);
-    const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(PA_SMSF_LOG2E));
-    const __m256 nf = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-PA_SMSF_LN2_HI), x);
-    r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-PA_SMSF_LN2_LO), r);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(PA_SMSF_C6), r, _mm256_set1_ps(PA_SMSF_C5));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(PA_SMSF_C0));
-    /* 2^nf for kept lanes (nf in [-126, 0]) */
-    const __m256i n = _mm256_cvtps_epi32(nf);
-    const __m256 pw = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
-    return _mm256_and_ps(keep, _mm256_mul_ps(p, pw));
+    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(PA_SMSF_K), _mm256_set1_ps(PA_SMSF_MAGIC));
+    const __m256 nf = _mm256_sub_ps(t, _mm256_set1_ps(PA_SMSF_MAGIC));
+    const __m256 r1 = _mm256_fnmadd_ps(nf, _mm256_set1_ps(PA_SMSF_L_HI), x);
+    const __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(PA_SMSF_L_LO), r1);
+    const __m256 a = _mm256_fmadd_ps(_mm256_set1_ps(PA_SMSF_C3), r1, _mm256_set1_ps(PA_SMSF_C2));
+    const __m256 q = _mm256_fmadd_ps(a, _mm256_mul_ps(r1, r1), r);
+    const __m256i ti = _mm256_castps_si256(t);
+    const __m256 lo = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab_lo, ti));
+    const __m256 hi = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab_hi, ti));
+    const __m256i tb = _mm256_castps_si256(_mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(ti, 28))));
+    const __m256 h = _mm256_castsi256_ps(_mm256_add_epi32(tb, _mm256_slli_epi32(ti, 19)));
+    return _mm256_and_ps(keep, _mm256_fmadd_ps(h, q, h));
 }
 
 static inline float hmax8(__m256 v) {
@@ -91,10 +90,10 @@ static inline float reduce8(const __m256 acc[8]) {
 }
 
 #define PA_SMSF_ROW_AVX2(NAME, ES, LD, MUL, ST)                                                      \
-    static void NAME(const void *xv, const uint8_t *m, void *yv, int64_t n, float scale, float *z,     \
-                     bool nt, const void *xnv, const uint8_t *mn) {                                                                      \
-        const char *x = (const char *)xv, *xn = (const char *)xnv;                                   \
-        char *o = (char *)yv;                                                                        \
+    static void NAME(const pa_smsf_row *row, int64_t n, float scale, float *z, bool nt) {             \
+        const char *x = (const char *)row->x, *xn = (const char *)row->xn;                           \
+        const uint8_t *m = row->m, *mn = row->mn;                                                    \
+        char *o = (char *)row->y;                                                                    \
         const __m256 sc = _mm256_set1_ps(scale), fill = _mm256_set1_ps(PA_SMSF_MASK_VALUE);          \
         const __m256 ninf = _mm256_set1_ps(-__builtin_inff());                                       \
         __m256 mx0 = ninf, mx1 = ninf;                                                               \
@@ -122,6 +121,8 @@ static inline float reduce8(const __m256 acc[8]) {
         const __m256 mx = _mm256_set1_ps(hmax8(_mm256_max_ps(mx0, mx1)));                            \
         /* B: e = exp(z - max) over z, and the sum */                                                \
         __m256 acc[8];                                                                               \
+        const __m256i tlo = _mm256_loadu_si256((const __m256i *)pa_smsf_exp2_tab);                    \
+        const __m256i thi = _mm256_loadu_si256((const __m256i *)(pa_smsf_exp2_tab + 8));              \
         for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();                                    \
         i = 0;                                                                                       \
         for (; i + 64 <= n; i += 64) {                                                               \
@@ -131,13 +132,13 @@ static inline float reduce8(const __m256 acc[8]) {
             }                                                                                        \
             if (mn != NULL) _mm_prefetch((const char *)mn + i, _MM_HINT_T0);                         \
             for (int k = 0; k < 8; k++) {                                                            \
-                const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(z + i + 8 * k), mx));             \
+                const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(z + i + 8 * k), mx), tlo, thi);             \
                 _mm256_store_ps(z + i + 8 * k, e);                                                   \
                 acc[k] = _mm256_add_ps(acc[k], e);                                                   \
             }                                                                                        \
         }                                                                                            \
         for (int k = 0; k < 8 && i + 8 * k < n; k++) {                                               \
-            const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_load_ps(z + i + 8 * k), mx)),   \
+            const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_load_ps(z + i + 8 * k), mx), tlo, thi), \
                                            lanes_below(n - i - 8 * k));                              \
             _mm256_store_ps(z + i + 8 * k, e);                                                       \
             acc[k] = _mm256_add_ps(acc[k], e);                                                       \
@@ -177,14 +178,14 @@ PA_SMSF_ROW_AVX2(row_f16, 2, ld_f16, mul_f16, st_f16)
 PA_SMSF_ROW_AVX2(row_bf16, 2, ld_bf16, mul_f32, st_bf16)
 
 void pa_smsf_rows_f32_avx2(const pa_smsf_args *a, int64_t r0, int64_t r1) {
-    pa_smsf_drive(a, r0, r1, 4, row_f32, pa_smsf_rows_f32_scalar);
+    pa_smsf_drive(a, r0, r1, 4, row_f32, NULL, pa_smsf_rows_f32_scalar);
     if (a->stream_out) _mm_sfence();
 }
 void pa_smsf_rows_f16_avx2(const pa_smsf_args *a, int64_t r0, int64_t r1) {
-    pa_smsf_drive(a, r0, r1, 2, row_f16, pa_smsf_rows_f16_scalar);
+    pa_smsf_drive(a, r0, r1, 2, row_f16, NULL, pa_smsf_rows_f16_scalar);
     if (a->stream_out) _mm_sfence();
 }
 void pa_smsf_rows_bf16_avx2(const pa_smsf_args *a, int64_t r0, int64_t r1) {
-    pa_smsf_drive(a, r0, r1, 2, row_bf16, pa_smsf_rows_bf16_scalar);
+    pa_smsf_drive(a, r0, r1, 2, row_bf16, NULL, pa_smsf_rows_bf16_scalar);
     if (a->stream_out) _mm_sfence();
 }

@@ -2,6 +2,11 @@
  * not above the requested one. All tiers give the same bits. */
 #include "kernels/softmax_fwd/softmax_fwd.h"
 
+const uint32_t pa_smsf_exp2_tab[16] = {
+    0x3f800000u, 0x3f7daac3u, 0x3f7b95c2u, 0x3f79c3d3u, 0x3f7837f0u, 0x3f76f532u, 0x3f75fed7u, 0x3f75583fu,
+    0x3f7504f3u, 0x3f7508a4u, 0x3f75672au, 0x3f76248cu, 0x3f7744fdu, 0x3f78ccdfu, 0x3f7ac0c7u, 0x3f7d257du,
+};
+
 pa_smsf_rows_fn pa_smsf_select(aclDataType dtype, pa_isa isa) {
 #if defined(PA_HAVE_X86_KERNELS)
     if (isa >= PA_ISA_AVX512) {

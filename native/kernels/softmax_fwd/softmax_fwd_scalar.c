@@ -18,21 +18,16 @@ static inline void st_bf16(char *p, float v) { uint16_t h = pa_f32_to_bf16(v); m
 static inline float mul_f32(float x, float s) { return x * s; }
 static inline float mul_f16(float x, float s) { return pa_f16_to_f32(pa_f32_to_f16(x * s)); }
 
-static inline float exp_poly(float x) {
+static inline float exp_tab(float x) {
     if (x < PA_SMSF_EXP_LOW) return 0.0f;
-    if (x != x) return x;
-    const float t = x * PA_SMSF_LOG2E;
-    const float nf = (t + PA_SMSF_MAGIC) - PA_SMSF_MAGIC; /* |t| < 126: round to even */
-    float r = fmaf(nf, -PA_SMSF_LN2_HI, x);
-    r = fmaf(nf, -PA_SMSF_LN2_LO, r);
-    float p = fmaf(PA_SMSF_C6, r, PA_SMSF_C5);
-    p = fmaf(p, r, PA_SMSF_C4);
-    p = fmaf(p, r, PA_SMSF_C3);
-    p = fmaf(p, r, PA_SMSF_C2);
-    p = fmaf(p, r, PA_SMSF_C1);
-    p = fmaf(p, r, PA_SMSF_C0);
-    const int32_t n = (int32_t)nf; /* in [-126, 0] */
-    return p * pa_bits_f32((uint32_t)(n + 127) << 23);
+    const float t = fmaf(x, PA_SMSF_K, PA_SMSF_MAGIC);
+    const float nf = t - PA_SMSF_MAGIC;
+    const float r1 = fmaf(-nf, PA_SMSF_L_HI, x);
+    const float r = fmaf(-nf, PA_SMSF_L_LO, r1);
+    const float q = fmaf(fmaf(PA_SMSF_C3, r1, PA_SMSF_C2), r1 * r1, r);
+    const uint32_t tb = pa_f32_bits(t);
+    const float h = pa_bits_f32(pa_smsf_exp2_tab[tb & 15] + (tb << 19));
+    return fmaf(h, q, h); /* NaN x: NaN */
 }
 
 static inline float reduce64(const float acc[64]) {
@@ -71,7 +66,7 @@ static inline float reduce64(const float acc[64]) {
             float acc[64];                                                                           \
             for (int l = 0; l < 64; l++) acc[l] = 0.0f;                                              \
             for (int64_t i = 0; i < S2; i++) {                                                       \
-                z[i] = exp_poly(z[i] - mx);                                                          \
+                z[i] = exp_tab(z[i] - mx);                                                          \
                 acc[i & 63] += z[i];                                                                 \
             }                                                                                        \
             const float sum = reduce64(acc);                                                         \
