@@ -173,37 +173,46 @@ SMSF_INLINE float pass_b(float *z, int64_t n, float mx, bool track_dmin, float *
     return reduce4(a0, a1, a2, a3);
 }
 
-/* C: y = e * (1 / sum), rounded and stored (a NaN sum: the default NaN). dmin: see pass_b. */
+/* C: y = e * (1 / sum), rounded and stored (a NaN sum: the default NaN). dmin: see
+ * pass_b. The loops are specialised on `stream` and `dn` (no per-vector tests). */
 #define PA_SMSF_PASS_C(NAME, ES, ST2, ST2NT, STM, DN)                                                \
-    SMSF_INLINE void NAME(const float *z, char *o, int64_t n, float sum, float dmin, bool nt) {      \
-        const __m512 s = _mm512_set1_ps(1.0f / sum);                                                 \
-        const bool nan_row = sum != sum;                                                             \
-        /* no y is denormal when the smallest nonzero e (> exp(dmin) * (1 - 2^-21)) times 1/sum  \
-         * stays >= 2^-126: dmin >= ln(sum) - 87.3365 (+ margin), with ln(sum) < 2^(ex+1) * ln 2  \
-         * for sum's binary exponent ex (sum >= 1, or NaN: then dn) */                              \
-        const bool dn = DN && !(dmin >= (float)(((int)(pa_f32_bits(sum) >> 23) & 0xff) - 126) * 0.6931472f - 87.3365f + 1e-3f); \
-        const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)PA_SMSF_NAN_BITS));           \
-        int64_t i = 0, head = 0;                                                                     \
-        const bool stream = nt && (uintptr_t)o % (ES) == 0;                                          \
-        if (stream) {                                                                                \
-            head = (int64_t)(((64 - ((uintptr_t)o & 63)) & 63) / (ES));                              \
-            if (head > n) head = n;                                                                  \
-        }                                                                                            \
-        for (; i < head; i += 16) {                                                                  \
-            const __mmask16 k = tail_mask(head - i);                                                 \
-            STM(o + i * (ES), k, nan_row ? qnan : _mm512_mul_ps(_mm512_load_ps(z + i), s));          \
-        }                                                                                            \
-        i = head;                                                                                    \
+    SMSF_INLINE void NAME##_loop(const float *z, char *o, int64_t i, int64_t n, __m512 s, bool stream, bool dn) { \
         for (; i + 32 <= n; i += 32) {                                                               \
-            const __m512 v0 = nan_row ? qnan : _mm512_mul_ps(_mm512_loadu_ps(z + i), s);             \
-            const __m512 v1 = nan_row ? qnan : _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s);        \
+            const __m512 v0 = _mm512_mul_ps(_mm512_loadu_ps(z + i), s);                              \
+            const __m512 v1 = _mm512_mul_ps(_mm512_loadu_ps(z + i + 16), s);                         \
             if (stream) ST2NT(o + i * (ES), v0, v1, dn);                                             \
             else ST2(o + i * (ES), v0, v1, dn);                                                      \
         }                                                                                            \
         for (; i < n; i += 16) {                                                                     \
             const __mmask16 k = tail_mask(n - i);                                                    \
-            STM(o + i * (ES), k, nan_row ? qnan : _mm512_mul_ps(_mm512_maskz_loadu_ps(k, z + i), s)); \
+            STM(o + i * (ES), k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, z + i), s));                 \
         }                                                                                            \
+    }                                                                                                \
+    SMSF_INLINE void NAME(const float *z, char *o, int64_t n, float sum, float dmin, bool nt) {      \
+        if (sum != sum) {                                                                            \
+            const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32((int)PA_SMSF_NAN_BITS));       \
+            for (int64_t i = 0; i < n; i += 16) STM(o + i * (ES), tail_mask(n - i), qnan);           \
+            return;                                                                                  \
+        }                                                                                            \
+        const __m512 s = _mm512_set1_ps(1.0f / sum);                                                 \
+        /* no y is denormal when the smallest nonzero e (> exp(dmin) * (1 - 2^-21)) times 1/sum  \
+         * stays >= 2^-126: dmin >= ln(sum) - 87.3365 (+ margin), with ln(sum) < 2^(ex+1) * ln 2  \
+         * for sum's binary exponent ex (sum >= 1) */                                               \
+        const bool dn = DN && !(dmin >= (float)(((int)(pa_f32_bits(sum) >> 23) & 0xff) - 126) * 0.6931472f - 87.3365f + 1e-3f); \
+        int64_t head = 0;                                                                            \
+        const bool stream = nt && (uintptr_t)o % (ES) == 0;                                          \
+        if (stream) {                                                                                \
+            head = (int64_t)(((64 - ((uintptr_t)o & 63)) & 63) / (ES));                              \
+            if (head > n) head = n;                                                                  \
+            for (int64_t i = 0; i < head; i += 16) {                                                 \
+                const __mmask16 k = tail_mask(head - i);                                             \
+                STM(o + i * (ES), k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, z + i), s));             \
+            }                                                                                        \
+        }                                                                                            \
+        if (stream && dn) NAME##_loop(z, o, head, n, s, true, true);                                 \
+        else if (stream) NAME##_loop(z, o, head, n, s, true, false);                                 \
+        else if (dn) NAME##_loop(z, o, head, n, s, false, true);                                     \
+        else NAME##_loop(z, o, head, n, s, false, false);                                            \
     }
 
 PA_SMSF_PASS_C(pass_c_f32, 4, st2_f32, st2nt_f32, stm_f32, 0)
