@@ -7,7 +7,8 @@ does: fp32 x*scale, or the fp16 product for fp16 inputs) of exactly those values
 Tolerances (the op computes in fp32: exp is good to ~1 ulp, the sum
 is a 64-way tree, y = e * (1/sum); exp(t) for t < -87 is flushed to 0, an
 absolute difference below exp(-87) < 2^-125):
-* fp32: |ours - ref| <= 4 ulp(max of the row's ref) + 2^-125;
+* fp32: within the worst-case bound of f32_bound, and on average within 1 u of the
+  row's max;
 * fp16 / bf16: |ours - ref| <= ulp(ref) + 2^-125 (within one step of the output
   grid of the correctly rounded value), and almost every element (all but 1% + 2)
   equals round_to(ref) exactly.
@@ -33,6 +34,18 @@ MASK_LAYOUTS = {"BNSS": lambda B, N: (B, N), "B1SS": lambda B, N: (B, 1),
                 "1NSS": lambda B, N: (1, N), "11SS": lambda B, N: (1, 1)}
 
 
+U32 = 2.0 ** -24
+
+
+def f32_bound(ref, rowmax):
+    """Worst-case fp32 error of y = RN(e * RN(1/s)) (softmax_fwd.h), u = 2^-24: exp
+    <= 1.01 ulp (2.02 u), its argument z - max rounded (|d| u relative, and
+    e^d |d| <= 0.37), the sum through at most ceil(S2/64) + 6 additions, 1/s and
+    the product u each."""
+    depth = -(-ref.shape[-1] // 64) + 6
+    return U32 * ((4.02 + depth) * ref + 0.37 * rowmax) + FLUSH
+
+
 def make_inputs(seed, shape, mshape=None, dtype=F32, spread=3.0, p_mask=0.3):
     rng = np.random.default_rng(seed)
     mshape = shape if mshape is None else mshape
@@ -51,7 +64,9 @@ def check_result(ours, x, mask, scale, ref=None, exact_frac=0.99):
     err = np.abs(o - ref)
     if dtype == F32:
         rowmax = np.broadcast_to(np.nanmax(np.where(fin, ref, 0.0), axis=-1, keepdims=True), ref.shape)
-        bound = 4 * R.ulp(rowmax, dtype) + FLUSH
+        bound = f32_bound(ref, rowmax)
+        typical = np.mean(np.where(fin, np.abs(o - ref), 0.0) / (U32 * rowmax + FLUSH))
+        assert typical <= 1.0, f"mean error {typical:.2f} u of the row max (seen: <= 0.42)"
     else:
         bound = R.ulp(ref, dtype) + FLUSH
     bad = np.argwhere(fin & ~(err <= bound))
