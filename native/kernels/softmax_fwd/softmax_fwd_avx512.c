@@ -126,7 +126,7 @@ static inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 
 PA_SMSF_PASS_A(pass_a_f32, 4, ld_f32, ldm_f32, mul_f32)
 PA_SMSF_PASS_A(pass_a_f16, 2, ld_f16, ldm_f16, mul_f16)
-PA_SMSF_PASS_A(pass_a_bf16, 2, ld_bf16, ldm_bf16, mul_f32)
+PA_SMSF_PASS_A(pass_a_bf16, 2, ld_bf16_1op, ldm_bf16, mul_f32)
 
 /* B: e = exp(z - mx) over z; returns the sum. track_dmin: *dmin = min of the
  * uncut exp arguments (for the bf16 denormal test). xn/mn (esize es): the row
