@@ -8,7 +8,7 @@
 #   unchanged; the forward samples only when their header is in include/), and
 #   a fuzz smoke run of tests/fuzz/fuzz_ops.c (all four ops).
 # thread variant (-DPA_SANITIZE=thread: TSan): the C suites and
-#   tests/sanitize/stress_streams.c (4 threads, a stream each, both ops, events).
+#   tests/sanitize/stress_streams.c (4 threads, a stream each, all four ops, events).
 #
 # BUILD_ROOT (default: a temporary directory, removed at the end) receives
 # build-address/ and build-thread/. Environment:

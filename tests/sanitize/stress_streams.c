@@ -4,8 +4,9 @@
  *   stress_streams [ITERATIONS]
  *
  * 4 threads, each with its own compute stream S_i and copy stream C_i, launch
- * aclnnScaledMaskedSoftmaxBackward (a new executor each time) and
- * aclnnNsaSelectedAttentionGrad (one repeatable executor per thread) on S_i,
+ * aclnnScaledMaskedSoftmax and aclnnScaledMaskedSoftmaxBackward (a new executor
+ * each time), aclnnNsaSelectedAttention and aclnnNsaSelectedAttentionGrad (one
+ * repeatable executor each per thread) on S_i,
  * record event E_i on S_i, make C_i wait for E_i and copy the outputs there
  * (aclrtMemcpyAsync), and make S_i also wait for the neighbour's event
  * E_{i+1} (recorded concurrently by another thread). Every copied result must
@@ -20,7 +21,9 @@
 
 #include "acl/acl.h"
 #include "aclnn/opdev/op_errno.h"
+#include "aclnnop/aclnn_nsa_selected_attention.h"
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
+#include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 
 #define THREADS 4
@@ -81,7 +84,7 @@ static void drop(dtensor *d) {
 /* shared, read-only inputs */
 static dtensor g_grad, g_y, g_mask, g_q, g_k, g_v, g_o, g_do, g_max, g_sum, g_topk;
 
-enum { OUT_SMSB, OUT_DQ, OUT_DK, OUT_DV, NOUT };
+enum { OUT_SMSB, OUT_DQ, OUT_DK, OUT_DV, OUT_SMSF, OUT_AO, OUT_SMAX, OUT_SSUM, NOUT };
 
 typedef struct {
     int id, iters;
@@ -96,6 +99,7 @@ typedef struct {
 } worker;
 
 static aclrtEvent g_events[THREADS];
+static aclIntArray *g_seq_q, *g_seq_kv; /* one batch: [T1], [T2] */
 static int g_nthreads = THREADS;
 
 static void *run(void *arg) {
@@ -107,6 +111,13 @@ static void *run(void *arg) {
         g_q.t, g_k.t, g_v.t, g_o.t, g_do.t, g_max.t, g_sum.t, g_topk.t, NULL, NULL, NULL, 0.35, BLK, CNT, N1,
         (char *)"TND", w->id % 2 ? 2 : 0, w->out[OUT_DQ].t, w->out[OUT_DK].t, w->out[OUT_DV].t, &ws, &nsa));
     CHECK(aclSetAclOpExecutorRepeatable(nsa));
+    aclOpExecutor *fwd = NULL;
+    uint64_t wsf = 0;
+    CHECK(aclnnNsaSelectedAttentionGetWorkspaceSize(g_q.t, g_k.t, g_v.t, g_topk.t, NULL, g_seq_q, g_seq_kv, 0.35, N1,
+                                                    (char *)"TND", w->id % 2 ? 2 : 0, BLK, CNT, w->out[OUT_SMAX].t,
+                                                    w->out[OUT_SSUM].t, w->out[OUT_AO].t, &wsf, &fwd));
+    CHECK(aclSetAclOpExecutorRepeatable(fwd));
+    if (wsf > ws) ws = wsf; /* one workspace: the stream runs the two in order */
     if (ws > w->workspace_size) {
         fprintf(stderr, "workspace %llu > %llu\n", (unsigned long long)ws, (unsigned long long)w->workspace_size);
         exit(1);
@@ -117,6 +128,9 @@ static void *run(void *arg) {
         CHECK(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(g_grad.t, g_y.t, g_mask.t, 0.5, false,
                                                                w->out[OUT_SMSB].t, &ws0, &ex));
         CHECK(aclnnScaledMaskedSoftmaxBackward(NULL, 0, ex, w->s));
+        CHECK(aclnnScaledMaskedSoftmaxGetWorkspaceSize(g_grad.t, g_mask.t, 0.75, false, w->out[OUT_SMSF].t, &ws0, &ex));
+        CHECK(aclnnScaledMaskedSoftmax(NULL, 0, ex, w->s));
+        CHECK(aclnnNsaSelectedAttention(w->workspace, ws, fwd, w->s));
         CHECK(aclnnNsaSelectedAttentionGrad(w->workspace, ws, nsa, w->s));
         CHECK(aclrtRecordEvent(g_events[w->id], w->s));
         CHECK(aclrtStreamWaitEvent(w->c, g_events[w->id]));
@@ -137,6 +151,7 @@ static void *run(void *arg) {
     }
     CHECK(aclrtSynchronizeStream(w->s));
     CHECK(aclDestroyAclOpExecutor(nsa));
+    CHECK(aclDestroyAclOpExecutor(fwd));
     return NULL;
 }
 
@@ -144,8 +159,12 @@ static void worker_init(worker *w, int id, int iters) {
     memset(w, 0, sizeof *w);
     w->id = id;
     w->iters = iters;
-    const int64_t sdims[4] = {SB, SN, SS1, SS2}, q[3] = {T1, N1, HD}, k[3] = {T2, N2, HD};
+    const int64_t sdims[4] = {SB, SN, SS1, SS2}, q[3] = {T1, N1, HD}, k[3] = {T2, N2, HD}, st[3] = {T1, N1, 8};
     make(&w->out[OUT_SMSB], sdims, 4, ACL_FLOAT, 4, NULL);
+    make(&w->out[OUT_SMSF], sdims, 4, ACL_FLOAT, 4, NULL);
+    make(&w->out[OUT_AO], q, 3, ACL_FLOAT, 4, NULL);
+    make(&w->out[OUT_SMAX], st, 3, ACL_FLOAT, 4, NULL);
+    make(&w->out[OUT_SSUM], st, 3, ACL_FLOAT, 4, NULL);
     make(&w->out[OUT_DQ], q, 3, ACL_FLOAT, 4, NULL);
     make(&w->out[OUT_DK], k, 3, ACL_FLOAT, 4, NULL);
     make(&w->out[OUT_DV], k, 3, ACL_FLOAT, 4, NULL);
@@ -217,6 +236,10 @@ int main(int argc, char **argv) {
     make(&g_sum, st, 3, ACL_FLOAT, 4, ssum);
     make(&g_topk, td, 3, ACL_INT32, 4, topk);
     for (int i = 0; i < THREADS; i++) CHECK(aclrtCreateEvent(&g_events[i]));
+    const int64_t seq_q[1] = {T1}, seq_kv[1] = {T2};
+    g_seq_q = aclCreateIntArray(seq_q, 1);
+    g_seq_kv = aclCreateIntArray(seq_kv, 1);
+    if (g_seq_q == NULL || g_seq_kv == NULL) CHECK(1);
 
     /* reference: one thread, one iteration per sparse mode (thread ids 0 and 1) */
     static worker ws[THREADS];
@@ -252,6 +275,8 @@ int main(int argc, char **argv) {
         for (int i = 0; i < NOUT; i++) free(ref[m][i]);
     }
     for (int i = 0; i < THREADS; i++) CHECK(aclrtDestroyEvent(g_events[i]));
+    CHECK(aclDestroyIntArray(g_seq_q));
+    CHECK(aclDestroyIntArray(g_seq_kv));
     dtensor *ins[] = {&g_grad, &g_y, &g_mask, &g_q, &g_k, &g_v, &g_o, &g_do, &g_max, &g_sum, &g_topk};
     for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++) drop(ins[i]);
     CHECK(aclrtResetDevice(0));
