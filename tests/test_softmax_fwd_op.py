@@ -479,3 +479,23 @@ def test_exp_accuracy_through_two_element_rows(restore_runtime_knobs):
         err = np.abs(y[0, 0, :, 1].astype(np.float64) - true) / ulp
         assert err.max() <= 1.01, (isa, float(err.max()), float(d[err.argmax()]))
         assert np.mean(err <= 0.5) > 0.75, isa  # most correctly rounded (softmax_fwd.h)
+
+
+@pytest.mark.parametrize("dt", list(DT))
+def test_causal_mask_all_tiers(dt, restore_runtime_knobs):
+    """A causal mask: whole 64-element runs are cut (their exp work is skipped in
+    the AVX-512 tier); every tier still gives the scalar oracle's bits."""
+    S = 300
+    x, _ = make_inputs(91, (2, 2, S, S), None, DT[dt])
+    mask = np.triu(np.ones((S, S), bool), 1)[None, None]
+    x[0, 1, 7, 3] = np.nan  # a NaN row among them
+    pyaclnn.set_max_isa("scalar")
+    want = op(x, mask, 0.5)
+    check_result(want, x, mask, 0.5)
+    assert np.all(want[1, :, :-1, -1] == 0)  # the last key is masked for all but the last query
+    assert np.all(np.isnan(want[0, 1, 7]))
+    for isa in supported_tiers():
+        pyaclnn.set_max_isa(isa)
+        for threads in (1, 3):
+            pyaclnn.set_num_threads(threads)
+            assert bits(op(x, mask, 0.5)) == bits(want), (isa, threads)

@@ -130,13 +130,12 @@ PA_SMSF_PASS_A(pass_a_bf16, 2, ld_bf16_1op, ldm_bf16, mul_f32)
 
 /* B: e = exp(z - mx) over z; returns the sum. track_dmin: *dmin = min of the
  * uncut exp arguments (for the bf16 denormal test). xn/mn (esize es): the row
- * to prefetch, 64 elements per step. */
+ * to prefetch, 64 elements per step. A step whose 64 arguments are all cut (a
+ * masked run, as in causal masks) stores zeros and skips the exp. */
 #define PA_SMSF_B_STEP(K, ACC)                                                                       \
     do {                                                                                             \
-        const __m512 d = _mm512_sub_ps(_mm512_load_ps(z + i + 16 * (K)), mxv);                       \
-        const __mmask16 kp = exp_keep(d);                                                            \
-        if (track_dmin) dmin = _mm512_mask_min_ps(dmin, kp, d, dmin);                                \
-        const __m512 e = exp16(d, kp, tab);                                                          \
+        if (track_dmin) dmin = _mm512_mask_min_ps(dmin, kp##K, d##K, dmin);                          \
+        const __m512 e = exp16(d##K, kp##K, tab);                                                    \
         _mm512_store_ps(z + i + 16 * (K), e);                                                        \
         ACC = _mm512_add_ps(ACC, e);                                                                 \
     } while (0)
@@ -152,6 +151,15 @@ SMSF_INLINE float pass_b(float *z, int64_t n, float mx, bool track_dmin, float *
             for (int l = 0; l < 64 * es; l += 64) _mm_prefetch(xn + i * es + l, _MM_HINT_T0);
         }
         if (mn != NULL) _mm_prefetch((const char *)mn + i, _MM_HINT_T0);
+        const __m512 d0 = _mm512_sub_ps(_mm512_load_ps(z + i), mxv);
+        const __m512 d1 = _mm512_sub_ps(_mm512_load_ps(z + i + 16), mxv);
+        const __m512 d2 = _mm512_sub_ps(_mm512_load_ps(z + i + 32), mxv);
+        const __m512 d3 = _mm512_sub_ps(_mm512_load_ps(z + i + 48), mxv);
+        const __mmask16 kp0 = exp_keep(d0), kp1 = exp_keep(d1), kp2 = exp_keep(d2), kp3 = exp_keep(d3);
+        if ((kp0 | kp1 | kp2 | kp3) == 0) { /* 64 cut (masked) elements: e = +0, the sums unchanged */
+            for (int k = 0; k < 4; k++) _mm512_store_ps(z + i + 16 * k, _mm512_setzero_ps());
+            continue;
+        }
         PA_SMSF_B_STEP(0, a0);
         PA_SMSF_B_STEP(1, a1);
         PA_SMSF_B_STEP(2, a2);
