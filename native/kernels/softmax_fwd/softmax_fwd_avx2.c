@@ -40,6 +40,31 @@ static inline void st_bf16(void *p, __m256 v, bool nt) {
     else _mm_storeu_si128((__m128i *)p, h);
 }
 
+/* ---- 16 fp32 (two vectors) -> 16 elements at p; nt: p is 32-byte aligned ---- */
+static inline void st2_f32(void *p, __m256 a, __m256 b, bool nt) {
+    st_f32(p, a, nt);
+    st_f32((float *)p + 8, b, nt);
+}
+static inline void st2_halves(void *p, __m128i a, __m128i b, bool nt) {
+    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+    if (nt) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+static inline void st2_f16(void *p, __m256 a, __m256 b, bool nt) {
+    st2_halves(p, _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+               _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), nt);
+}
+static inline __m256i bf16_round(__m256 v) { /* the bf16 bits in the low half of each lane */
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+}
+static inline void st2_bf16(void *p, __m256 a, __m256 b, bool nt) {
+    const __m256i v = _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_round(a), bf16_round(b)), 0xd8);
+    if (nt) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+
 static inline __m256 lanes_below(int64_t cnt) {
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cnt > 8 ? 8 : cnt)), iota));
@@ -89,7 +114,7 @@ static inline float reduce8(const __m256 acc[8]) {
     return _mm_cvtss_f32(t1);
 }
 
-#define PA_SMSF_ROW_AVX2(NAME, ES, LD, MUL, ST)                                                      \
+#define PA_SMSF_ROW_AVX2(NAME, ES, LD, MUL, ST, ST2)                                                    \
     static void NAME(const pa_smsf_row *row, int64_t n, float scale, float *z, bool nt) {             \
         const char *x = (const char *)row->x, *xn = (const char *)row->xn;                           \
         const uint8_t *m = row->m, *mn = row->mn;                                                    \
@@ -145,37 +170,45 @@ static inline float reduce8(const __m256 acc[8]) {
         }                                                                                            \
         const float sum = reduce8(acc);                                                              \
         /* C: y = e * (1 / sum) */                                                                         \
-        const __m256 s = _mm256_set1_ps(1.0f / sum);                                                        \
+        __m256 s = _mm256_set1_ps(1.0f / sum);                                                              \
         const bool nan_row = sum != sum;                                                             \
-        const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32((int)PA_SMSF_NAN_BITS));           \
+        if (nan_row) s = _mm256_castsi256_ps(_mm256_set1_epi32((int)PA_SMSF_NAN_BITS));              \
         int64_t head = 0;                                                                            \
         const bool stream = nt && (uintptr_t)o % (ES) == 0;                                          \
         if (stream) {                                                                                \
             head = (int64_t)(((64 - ((uintptr_t)o & 63)) & 63) / (ES));                              \
             if (head > n) head = n;                                                                  \
         }                                                                                            \
+        /* a NaN row: s is NaN, so every e * s is NaN; store the default NaN instead */              \
+        _Alignas(32) char t[32];                                                                     \
         i = 0;                                                                                       \
-        for (int part = 0; part < 2; part++) {                                                       \
-            /* part 0: the head (to a 64-byte boundary); part 1: the rest */                         \
-            const int64_t end = part == 0 ? head : n;                                                \
-            const bool full_nt = part == 1 && stream;                                                \
-            for (; i + 8 <= end; i += 8) {                                                           \
-                const __m256 v = nan_row ? qnan : _mm256_mul_ps(_mm256_loadu_ps(z + i), s);          \
-                ST(o + i * (ES), v, full_nt);                                                        \
-            }                                                                                        \
-            if (i < end) {                                                                           \
-                const __m256 v = nan_row ? qnan : _mm256_mul_ps(_mm256_loadu_ps(z + i), s);          \
-                _Alignas(32) char t[32];                                                             \
-                ST(t, v, false);                                                                     \
-                memcpy(o + i * (ES), t, (size_t)((end - i) * (ES)));                                 \
-                i = end;                                                                             \
-            }                                                                                        \
+        for (; i < head; i += 8) { /* up to the 64-byte boundary */                                  \
+            const __m256 v = nan_row ? s : _mm256_mul_ps(_mm256_loadu_ps(z + i), s);                 \
+            ST(t, v, false);                                                                         \
+            memcpy(o + i * (ES), t, (size_t)(((head - i) < 8 ? head - i : 8) * (ES)));               \
+        }                                                                                            \
+        i = head;                                                                                    \
+        if (nan_row) {                                                                               \
+            for (; i + 16 <= n; i += 16) ST2(o + i * (ES), s, s, false);                             \
+        } else if (stream) {                                                                         \
+            for (; i + 16 <= n; i += 16)                                                             \
+                ST2(o + i * (ES), _mm256_mul_ps(_mm256_loadu_ps(z + i), s),                          \
+                    _mm256_mul_ps(_mm256_loadu_ps(z + i + 8), s), true);                             \
+        } else {                                                                                     \
+            for (; i + 16 <= n; i += 16)                                                             \
+                ST2(o + i * (ES), _mm256_mul_ps(_mm256_loadu_ps(z + i), s),                          \
+                    _mm256_mul_ps(_mm256_loadu_ps(z + i + 8), s), false);                            \
+        }                                                                                            \
+        for (; i < n; i += 8) {                                                                      \
+            const __m256 v = nan_row ? s : _mm256_mul_ps(_mm256_loadu_ps(z + i), s);                 \
+            ST(t, v, false);                                                                         \
+            memcpy(o + i * (ES), t, (size_t)(((n - i) < 8 ? n - i : 8) * (ES)));                     \
         }                                                                                            \
     }
 
-PA_SMSF_ROW_AVX2(row_f32, 4, ld_f32, mul_f32, st_f32)
-PA_SMSF_ROW_AVX2(row_f16, 2, ld_f16, mul_f16, st_f16)
-PA_SMSF_ROW_AVX2(row_bf16, 2, ld_bf16, mul_f32, st_bf16)
+PA_SMSF_ROW_AVX2(row_f32, 4, ld_f32, mul_f32, st_f32, st2_f32)
+PA_SMSF_ROW_AVX2(row_f16, 2, ld_f16, mul_f16, st_f16, st2_f16)
+PA_SMSF_ROW_AVX2(row_bf16, 2, ld_bf16, mul_f32, st_bf16, st2_bf16)
 
 void pa_smsf_rows_f32_avx2(const pa_smsf_args *a, int64_t r0, int64_t r1) {
     pa_smsf_drive(a, r0, r1, 4, row_f32, NULL, pa_smsf_rows_f32_scalar);
