@@ -238,6 +238,33 @@ bool nsa_mul3(int64_t a, int64_t b, int64_t c, int64_t *out) {
     return pa_mul_ok(a, b, &t) && pa_mul_ok(t, c, out);
 }
 
+int nsa_plan_blob(const char *api, void *plan, size_t plan_size, size_t *seq_q_off, size_t *seq_kv_off,
+                  const aclIntArray *seq_q, const aclIntArray *seq_kv, int64_t nbatch, int64_t T1, int64_t T2,
+                  char **blob, size_t *blob_size) {
+    const size_t head = (plan_size + 7u) & ~(size_t)7u;
+    if ((uint64_t)nbatch > (SIZE_MAX - head) / (2 * sizeof(int64_t))) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: too many batches (%lld)", api, (long long)nbatch);
+    }
+    const size_t arr = (size_t)nbatch * sizeof(int64_t);
+    *blob_size = head + 2 * arr;
+    *seq_q_off = head;
+    *seq_kv_off = head + arr;
+    char *b = pa_alloc_aligned(*blob_size);
+    if (b == NULL) {
+        return pa_fail(ACLNN_ERR_INNER_NULLPTR, "%s: out of memory for the plan (%zu bytes)", api, *blob_size);
+    }
+    memcpy(b, plan, plan_size);
+    if (seq_q != NULL) {
+        memcpy(b + head, seq_q->values, arr);
+        memcpy(b + head + arr, seq_kv->values, arr);
+    } else {
+        memcpy(b + head, &T1, sizeof T1);
+        memcpy(b + head + arr, &T2, sizeof T2);
+    }
+    *blob = b;
+    return ACLNN_SUCCESS;
+}
+
 /* ---- run time ---- */
 
 static inline float load_elem(const pa_tview *v, int64_t idx) {

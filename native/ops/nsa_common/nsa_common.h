@@ -41,6 +41,14 @@ static inline int64_t nsa_round16(int64_t x) { return (x + 15) / 16 * 16; }
 bool nsa_ws_section(uint64_t *off, uint64_t *at, int64_t n, int64_t esize);
 /* out = a*b*c; false on overflow (non-negative operands). */
 bool nsa_mul3(int64_t a, int64_t b, int64_t c, int64_t *out);
+/* The executor blob of both ops: the plan struct (plan_size bytes, padded to 8),
+ * then nbatch int64 cumulative query lengths and nbatch cumulative KV lengths
+ * (seq_q / seq_kv NULL: one batch of T1 / T2). The byte offsets of the two arrays
+ * go to *seq_q_off / *seq_kv_off, fields of the plan, before it is copied.
+ * Returns 0 with *blob (pa_free_aligned) and *blob_size, or a status after pa_fail. */
+int nsa_plan_blob(const char *api, void *plan, size_t plan_size, size_t *seq_q_off, size_t *seq_kv_off,
+                  const aclIntArray *seq_q, const aclIntArray *seq_kv, int64_t nbatch, int64_t T1, int64_t T2,
+                  char **blob, size_t *blob_size);
 
 /* ---- run time ---- */
 

@@ -111,22 +111,11 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGetWorkspaceSize(
     p.kern = nsa_grad_select(pa_cpu_isa());
     p.use_bf16 = p.q.dtype == ACL_BF16 && p.kern.gemm_bf16 != NULL;
 
-    /* plan blob: struct, then the two cumulative length arrays */
-    const size_t head = (sizeof p + 7u) & ~(size_t)7u;
-    if ((uint64_t)sh.nbatch > (SIZE_MAX - head) / (2 * sizeof(int64_t))) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: too many batches (%lld)", NSA_SA_API, (long long)sh.nbatch);
-    }
-    const size_t arr = (size_t)sh.nbatch * sizeof(int64_t);
-    const size_t blob_size = head + 2 * arr;
-    p.seq_q_off = head;
-    p.seq_kv_off = head + arr;
-    char *blob = pa_alloc_aligned(blob_size);
-    if (blob == NULL) {
-        return pa_fail(ACLNN_ERR_INNER_NULLPTR, "%s: out of memory for the plan (%zu bytes)", NSA_SA_API, blob_size);
-    }
-    memcpy(blob, &p, sizeof p);
-    memcpy(blob + p.seq_q_off, actualSeqQLenOptional->values, arr);
-    memcpy(blob + p.seq_kv_off, actualSeqKvLenOptional->values, arr);
+    char *blob = NULL;
+    size_t blob_size = 0;
+    rc = nsa_plan_blob(NSA_SA_API, &p, sizeof p, &p.seq_q_off, &p.seq_kv_off, actualSeqQLenOptional,
+                       actualSeqKvLenOptional, sh.nbatch, sh.T1, sh.T2, &blob, &blob_size);
+    if (rc != ACLNN_SUCCESS) return rc;
 
     const size_t in_views[5] = {
         offsetof(nsa_sa_plan, q), offsetof(nsa_sa_plan, k), offsetof(nsa_sa_plan, v), offsetof(nsa_sa_plan, topk),
