@@ -35,3 +35,20 @@ def both(*fs):
         for g in fs:
             g(p)
     return f
+
+
+def expect_rejected(call, status, api, needle, case_id=""):
+    """call() must raise pyaclnn.AclError from `api` with `status`, a message that
+    contains `needle` (any case), and the same text from aclGetRecentErrMsg().
+    Returns the error."""
+    import pyaclnn
+    import pytest
+
+    with pytest.raises(pyaclnn.AclError) as ei:
+        call()
+    err = ei.value
+    assert err.status == status, f"{case_id}: status {err.status} ({err.message})"
+    assert err.api == api
+    assert err.message and needle.lower() in err.message.lower(), f"{case_id}: {needle!r} not in {err.message!r}"
+    assert pyaclnn.get_recent_err_msg() == err.message
+    return err
