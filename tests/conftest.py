@@ -80,3 +80,15 @@ def run_python(code, env_update=None, drop=("PYACLNN_BACKEND", "ASCEND_HOME_PATH
 def run_py():
     """The run_python helper, as a fixture."""
     return run_python
+
+
+@pytest.fixture
+def restore_runtime_knobs():
+    """Puts the thread count and the ISA cap back after a test that changes them."""
+    threads = pyaclnn.get_num_threads()
+    try:
+        yield
+    finally:
+        pyaclnn.set_num_threads(threads)
+        pyaclnn.set_max_isa(None)
+

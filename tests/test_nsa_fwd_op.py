@@ -12,12 +12,12 @@ import pytest
 
 import pyaclnn
 from pyaclnn import reference as R
+from tiers import supported_tiers
 
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.dtype(np.float32)
 DT = {"fp16": F16, "bf16": BF16}
-ISA_TIERS = ("scalar", "avx2", "avx512")
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
@@ -254,14 +254,6 @@ def test_noncontiguous_inputs():
 
 # --------------------------------------------------------------------------- determinism
 
-@pytest.fixture
-def restore_runtime_knobs():
-    threads = pyaclnn.get_num_threads()
-    yield
-    pyaclnn.set_num_threads(threads)
-    pyaclnn.set_max_isa(None)
-
-
 def _bits(outs):
     return [o.view(np.uint8).tobytes() for o in outs]
 
@@ -280,19 +272,12 @@ def test_deterministic_across_thread_counts(restore_runtime_knobs):
     check(ins, kw, first)
 
 
-def _supported_tiers():
-    detected = pyaclnn.runtime_info().get("detected_isa", "scalar")
-    if detected not in ISA_TIERS:
-        return ["scalar"]
-    return list(ISA_TIERS[:ISA_TIERS.index(detected) + 1])
-
-
 @pytest.mark.parametrize("dt", ["fp16", "bf16"])
 def test_isa_tiers_deterministic_and_close(restore_runtime_knobs, dt):
     ins, kw = make_case(71, dtype=DT[dt], **DET)
     ref = R.nsa_selected_attention(*ins, **kw)
     results = {}
-    for tier in _supported_tiers():
+    for tier in supported_tiers():
         pyaclnn.set_max_isa(tier)
         assert pyaclnn.get_isa() == tier
         a = run(ins, kw)
@@ -421,7 +406,7 @@ def test_nan_input_gives_the_same_nan_rows_in_every_tier(restore_runtime_knobs):
     q[5, 2, 7] = np.nan
     ins = (q,) + ins[1:]
     seen = None
-    for tier in _supported_tiers():
+    for tier in supported_tiers():
         pyaclnn.set_max_isa(tier)
         o, m, l = run(ins, kw)
         nan_rows = np.isnan(m[..., 0])

@@ -20,12 +20,12 @@ import pytest
 
 import pyaclnn
 from pyaclnn import reference as R
+from tiers import supported_tiers
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DT = {"fp32": F32, "fp16": F16, "bf16": BF16}
-ISA_TIERS = ("scalar", "avx2", "avx512")
 
 
 # --------------------------------------------------------------------------- case builder
@@ -499,14 +499,6 @@ def test_repeatable_executor_and_multiple_streams():
 
 # --------------------------------------------------------------------------- determinism
 
-@pytest.fixture
-def restore_runtime_knobs():
-    threads = pyaclnn.get_num_threads()
-    yield
-    pyaclnn.set_num_threads(threads)
-    pyaclnn.set_max_isa(None)
-
-
 def _bits(outs):
     return [o.view(np.uint8).tobytes() for o in outs]
 
@@ -527,19 +519,12 @@ def test_deterministic_repeat_and_thread_count(restore_runtime_knobs):
     check_case(case, one, F32)
 
 
-def _supported_tiers():
-    detected = pyaclnn.runtime_info().get("detected_isa", "scalar")
-    if detected not in ISA_TIERS:
-        return ["scalar"]
-    return list(ISA_TIERS[:ISA_TIERS.index(detected) + 1])
-
-
 @pytest.mark.parametrize("out_dt", ["fp32", "bf16"])
 def test_isa_tiers_agree(restore_runtime_knobs, out_dt):
     case = make_case(71, dtype=F16, **DET_CASE)
     ref = reference(case)
     results = {}
-    for tier in _supported_tiers():
+    for tier in supported_tiers():
         pyaclnn.set_max_isa(tier)
         assert pyaclnn.get_isa() == tier
         a = run_op(case, DT[out_dt])

@@ -23,12 +23,12 @@ import pytest
 
 import pyaclnn
 from pyaclnn import reference as R
+from tiers import bits, supported_tiers
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DT = {"fp32": F32, "fp16": F16, "bf16": BF16}
-ISA_TIERS = ("scalar", "avx2", "avx512")
 FLUSH = 2.0 ** -125  # > exp(-87), the largest value flushed to 0
 MASK_LAYOUTS = {"BNSS": lambda B, N: (B, N), "B1SS": lambda B, N: (B, 1),
                 "1NSS": lambda B, N: (1, N), "11SS": lambda B, N: (1, 1)}
@@ -102,27 +102,6 @@ def run_two_phase(x, mask, scale, *, stream=None, prefill=None):
             assert np.array_equal(t.numpy().view(np.uint8), np.ascontiguousarray(a).view(np.uint8)), \
                 "an input tensor was modified"
         return ty.numpy()
-
-
-def bits(a):
-    return np.ascontiguousarray(a).view(np.uint8).tobytes()
-
-
-@pytest.fixture
-def restore_runtime_knobs():
-    threads = pyaclnn.get_num_threads()
-    try:
-        yield
-    finally:
-        pyaclnn.set_num_threads(threads)
-        pyaclnn.set_max_isa(None)
-
-
-def supported_tiers():
-    detected = pyaclnn.runtime_info().get("detected_isa", "scalar")
-    if detected not in ISA_TIERS:
-        return ["scalar"]
-    return list(ISA_TIERS[:ISA_TIERS.index(detected) + 1])
 
 
 # --------------------------------------------------------------------------- random cases

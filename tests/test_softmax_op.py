@@ -35,12 +35,12 @@ import pytest
 
 import pyaclnn
 from pyaclnn import reference as R
+from tiers import bits, supported_tiers
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DT = {"fp32": F32, "fp16": F16, "bf16": BF16}
-ISA_TIERS = ("scalar", "avx2", "avx512")
 FMAX = {F32: float(np.finfo(np.float32).max), F16: 65504.0, BF16: float.fromhex("0x1.fep127")}
 VIEW_KINDS = ["step2_lastdim", "swap_N_S1", "outer_steps_offset", "fortran"]  # see _embed
 
@@ -157,27 +157,6 @@ def run_two_phase(g, y, mask, scale, *, out_dtype=None, stream=None, prefill=Non
 
 def op(g, y, mask, scale):
     return pyaclnn.scaled_masked_softmax_backward(g, y, mask, scale)
-
-
-def bits(a):
-    return np.ascontiguousarray(a).view(np.uint8).tobytes()
-
-
-@pytest.fixture
-def restore_runtime_knobs():
-    threads = pyaclnn.get_num_threads()
-    try:
-        yield
-    finally:
-        pyaclnn.set_num_threads(threads)
-        pyaclnn.set_max_isa(None)
-
-
-def supported_tiers():
-    detected = pyaclnn.runtime_info().get("detected_isa", "scalar")
-    if detected not in ISA_TIERS:
-        return ["scalar"]
-    return list(ISA_TIERS[:ISA_TIERS.index(detected) + 1])
 
 
 # --------------------------------------------------------------------------- random cases

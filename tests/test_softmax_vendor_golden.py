@@ -29,11 +29,11 @@ import numpy as np
 import pytest
 
 import pyaclnn
+from tiers import supported_tiers
 
 F32 = np.dtype(np.float32)
 DT = {"fp32": F32, "fp16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
 UINT = {4: np.uint32, 2: np.uint16}
-ISA_TIERS = ("scalar", "avx2", "avx512")
 LAYOUTS = {  # mask dims 0 and 1 against [B, N]
     "BNSS": lambda B, N: (B, N),
     "B1SS": lambda B, N: (B, 1),
@@ -127,21 +127,6 @@ def assert_bitwise(ours, want, what=""):
         raise AssertionError(f"{what}: {len(bad)} of {ours.size} elements differ from the golden; first at {i}: "
                              f"ours {ours[i]!r} ({int(bits(ours)[i]):#x}) golden {want[i]!r} "
                              f"({int(bits(want)[i]):#x})")
-
-
-def supported_tiers():
-    detected = pyaclnn.runtime_info().get("detected_isa", "scalar")
-    return list(ISA_TIERS[:ISA_TIERS.index(detected) + 1]) if detected in ISA_TIERS else ["scalar"]
-
-
-@pytest.fixture
-def knobs():
-    threads = pyaclnn.get_num_threads()
-    try:
-        yield
-    finally:
-        pyaclnn.set_num_threads(threads)
-        pyaclnn.set_max_isa(None)
 
 
 def check_all_tiers(g, y, mask, scale, want, what):
@@ -239,7 +224,7 @@ def _case(dt, layout, S2):
 @pytest.mark.parametrize("S2", S2_VALUES)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("dt", list(DT))
-def test_bitwise_vs_golden(dt, layout, S2, knobs):
+def test_bitwise_vs_golden(dt, layout, S2, restore_runtime_knobs):
     i, shape = _case(dt, layout, S2)
     mshape = LAYOUTS[layout](*shape[:2]) + shape[2:]
     g, y, mask = inputs(100 + i, shape, mshape, DT[dt], ("vendor", "softmax")[i % 2])
@@ -256,7 +241,7 @@ def test_bitwise_vs_golden(dt, layout, S2, knobs):
 
 @pytest.mark.parametrize("S2", [1, 8, 63, 65, 1024, 1025, 4096])
 @pytest.mark.parametrize("dt", list(DT))
-def test_special_values_bitwise(dt, S2, knobs):
+def test_special_values_bitwise(dt, S2, restore_runtime_knobs):
     """Rows of NaN, +-Inf and signed zeros in every dtype (NaNs by position; masked
     outputs exactly +0.0, as in the golden's masked_fill)."""
     shape = (1, 2, 5, S2)
@@ -279,13 +264,13 @@ def test_special_values_bitwise(dt, S2, knobs):
     ("fp32", (2, 8, 128, 1025), (1, 8, 128, 1025)),    # 8 MiB out: non-temporal stores
     ("bf16", (1, 4, 256, 4095), (1, 1, 256, 4095)),
 ])
-def test_many_rows_bitwise(dt, shape, mshape, knobs):
+def test_many_rows_bitwise(dt, shape, mshape, restore_runtime_knobs):
     g, y, mask = inputs(sum(shape), shape, mshape, DT[dt], "vendor")
     want = golden(g, y, mask, -0.125)
     check_all_tiers(g, y, mask, -0.125, want, f"{dt} {shape}")
 
 
-def test_misaligned_streamed_output_bitwise(knobs):
+def test_misaligned_streamed_output_bitwise(restore_runtime_knobs):
     """A large output written one element past an aligned address (the streamed
     stores peel a head) equals the golden and leaves its neighbours alone."""
     shape = (1, 4, 256, 2100)
