@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "acl/acl_base.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 /* ---------------------------------------------------------------------------
  * aclDataBuffer

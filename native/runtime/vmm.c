@@ -5,9 +5,10 @@
  *   aclrtMapMem             -> mmap(MAP_SHARED|MAP_FIXED) of the memfd into the
  *                              reserved range, so every mapping of one handle
  *                              sees the same bytes
- * Mapped ranges are device memory for launches: the memory registry holds each
- * maximal run of adjacent mappings inside a reservation as one range, so a
- * tensor may span chunks mapped one after another (a growing pool). */
+ * Mapped ranges are device memory for launches, owned by the device of their
+ * physical handle (prop->location.id): the memory registry holds each maximal
+ * run of adjacent mappings of one device inside a reservation as one range, so
+ * a tensor may span chunks mapped one after another (a growing pool). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 #include "acl/acl_rt.h"
 #include "runtime/pa_capacity.h"
 #include "runtime/pa_memreg.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_device.h"
 
 #define PA_PHYS_MAGIC 0x50485953u /* "PHYS" */
 #define PA_GRAN_1G ((size_t)1 << 30)
@@ -26,6 +27,7 @@
 typedef struct pa_phys {
     uint32_t magic;
     int fd;
+    int device;    /* prop->location.id: whose capacity it was charged to */
     size_t size;   /* rounded to the granularity; what was charged */
     unsigned maps; /* live mappings */
     bool freed;    /* aclrtFreePhysical called while still mapped */
@@ -72,11 +74,8 @@ static aclError check_prop(const char *api, const aclrtPhysicalMemProp *prop) {
                           "%s: prop->location.type must be ACL_MEM_LOCATION_TYPE_DEVICE (1), got %d", api,
                           (int)prop->location.type);
     }
-    if (prop->location.id != 0) {
-        return pa_rt_fail(ACL_ERROR_RT_INVALID_DEVICEID,
-                          "%s: prop->location.id %u is invalid: the CPU emulation has exactly one device (0)", api,
-                          (unsigned)prop->location.id);
-    }
+    aclError rc = pa_device_check_id(api, prop->location.id > INT32_MAX ? -1 : (int32_t)prop->location.id);
+    if (rc != ACL_SUCCESS) return rc;
     if (!attr_is_device(prop->memAttr)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "%s: prop->memAttr must be a device memory kind (ACL_HBM_MEM_HUGE/NORMAL/HUGE1G, "
@@ -123,7 +122,7 @@ static void phys_destroy(pa_phys *p) {
         }
     }
     close(p->fd);
-    pa_capacity_uncharge(p->size);
+    pa_capacity_uncharge(p->device, p->size);
     p->magic = 0;
     free(p);
 }
@@ -147,26 +146,28 @@ PA_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, cons
                           (int)prop->allocationType);
     }
     aclError rc = check_prop(api, prop);
-    if (rc == ACL_SUCCESS) rc = pa_rt_require_device(api);
+    if (rc == ACL_SUCCESS) rc = pa_device_require(api, NULL);
     if (rc != ACL_SUCCESS) return rc;
+    const int device = (int)prop->location.id;
     size_t gran = attr_is_1g(prop->memAttr) ? PA_GRAN_1G : PA_DEVICE_GRANULARITY;
     if (size > SIZE_MAX - (gran - 1) || (size + gran - 1) / gran * gran > (size_t)INT64_MAX) {
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
     }
     size_t bytes = (size + gran - 1) / gran * gran;
-    if (!pa_capacity_charge(bytes)) return pa_capacity_fail(api, bytes);
+    if (!pa_capacity_charge(device, bytes)) return pa_capacity_fail(api, device, bytes);
     pa_phys *p = calloc(1, sizeof *p);
     int fd = p == NULL ? -1 : memfd_create("pyaclnn-physical", MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
         int err = errno;
         if (fd >= 0) close(fd);
         free(p);
-        pa_capacity_uncharge(bytes);
+        pa_capacity_uncharge(device, bytes);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot create a %zu-byte backing object (%s)", api,
                           bytes, strerror(err));
     }
     p->magic = PA_PHYS_MAGIC;
     p->fd = fd;
+    p->device = device;
     p->size = bytes;
     pthread_mutex_lock(&g_vmm_mu);
     p->next = g_phys;
@@ -213,7 +214,7 @@ PA_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignm
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: flags must be 0 or 1 (huge pages), got %llu", api,
                           (unsigned long long)flags);
     }
-    aclError rc = pa_rt_require_device(api);
+    aclError rc = pa_device_require(api, NULL);
     if (rc != ACL_SUCCESS) return rc;
     size_t align = alignment > PA_DEVICE_GRANULARITY ? alignment : PA_DEVICE_GRANULARITY;
     if (size > SIZE_MAX / 2 - align) {
@@ -277,13 +278,15 @@ static pa_resv *resv_containing(uintptr_t va, size_t size) {
     return NULL;
 }
 
-/* The run of adjacent mappings around `at` (in r's sorted list): [*lo, *hi). */
+/* The run of adjacent mappings of at's device around `at` (in r's sorted
+ * list): [*lo, *hi). */
 static void run_bounds(const pa_resv *r, const pa_map *at, uintptr_t *lo, uintptr_t *hi) {
     uintptr_t start = at->va, end = at->va + at->size;
     bool grew = true;
     while (grew) {
         grew = false;
         for (const pa_map *m = r->maps; m != NULL; m = m->next) {
+            if (m->phys->device != at->phys->device) continue;
             if (m->va + m->size == start) { start = m->va; grew = true; }
             if (m->va == end) { end = m->va + m->size; grew = true; }
         }
@@ -350,15 +353,16 @@ PA_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMe
     nm->phys = p;
     nm->next = *ins;
     *ins = nm;
+    const int dev = p->device;
     uintptr_t lo, hi;
     run_bounds(r, nm, &lo, &hi);
     if (lo < va) pa_memreg_remove(lo, PA_MEM_VIRTUAL_MAPPED, NULL);
     if (hi > va + size) pa_memreg_remove(va + size, PA_MEM_VIRTUAL_MAPPED, NULL);
-    if (!pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, NULL)) {
+    if (!pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, dev, NULL)) {
         /* Undo: restore the neighbours' ranges and the reservation. */
         *ins = nm->next;
-        if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, NULL);
-        if (hi > va + size) pa_memreg_add(va + size, hi - (va + size), PA_MEM_VIRTUAL_MAPPED, NULL);
+        if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, dev, NULL);
+        if (hi > va + size) pa_memreg_add(va + size, hi - (va + size), PA_MEM_VIRTUAL_MAPPED, dev, NULL);
         mmap(virPtr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
         pthread_mutex_unlock(&g_vmm_mu);
         free(nm);
@@ -382,14 +386,15 @@ PA_API aclError aclrtUnmapMem(void *virPtr) {
                           virPtr);
     }
     pa_map *m = *mp;
+    const int dev = m->phys->device;
     uintptr_t lo, hi;
     run_bounds(r, m, &lo, &hi);
     pa_memreg_remove(lo, PA_MEM_VIRTUAL_MAPPED, NULL);
     *mp = m->next;
     /* The pieces left on either side stay registered (a remove frees, so these
      * adds only reuse memory just released). */
-    if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, NULL);
-    if (hi > va + m->size) pa_memreg_add(va + m->size, hi - (va + m->size), PA_MEM_VIRTUAL_MAPPED, NULL);
+    if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, dev, NULL);
+    if (hi > va + m->size) pa_memreg_add(va + m->size, hi - (va + m->size), PA_MEM_VIRTUAL_MAPPED, dev, NULL);
     /* Back to reserved-only: the pages go, the address range stays. */
     mmap(virPtr, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     pa_phys *p = m->phys;
