@@ -32,6 +32,7 @@ HEADERS = (
     "aclnnop/aclnn_scaled_masked_softmax_backward.h",
     "aclnnop/aclnn_nsa_selected_attention.h",
     "aclnnop/aclnn_nsa_selected_attention_grad.h",
+    "hccl/hccl.h",
     "pyaclnn/pyaclnn_ext.h",
 )
 
@@ -58,6 +59,7 @@ def preprocess(cc, include_dir):
             "-E", "-P", "-dD", "-undef", "-nostdinc",
             "-I", stubs, "-I", include_dir,
             "-D__attribute__(x)=",
+            "-DPYACLNN_CDEF",  # headers leave out what cffi cannot parse (inline bodies)
             "-x", "c", umbrella,
         ]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
