@@ -356,12 +356,19 @@ static void session_name(const uint8_t session[16], char *name) {
              session[3], session[4], session[5], session[6], session[7]);
 }
 
-/* Joins `session` through the store at host:port and sets up the engine. */
+/* Joins `session` through the store at host:port and sets up the engine.
+ * root_pid: the process that made the root info (0: unknown). */
 static HcclResult join(const char *api, const uint8_t session[16], const char *host, uint16_t port, uint32_t nRanks,
-                       uint32_t rank, const HcclCommConfig *config, HcclComm *comm) {
+                       uint32_t rank, uint32_t root_pid, const HcclCommConfig *config, HcclComm *comm) {
     int dev = -1;
     HcclResult rc = current_device(api, &dev);
     if (rc != HCCL_SUCCESS) return rc;
+    char why[PA_HCCL_MSG_CAP];
+    const bool gloo = pa_gloo_available(why, sizeof why);
+    if (root_pid != 0 && root_pid != (uint32_t)getpid() && !gloo) {
+        return pa_hccl_fail(HCCL_E_NOT_SUPPORT, "%s: rank %u: the root info comes from another process (pid %u): %s",
+                            api, rank, root_pid, why);
+    }
     char name[COMM_NAME_MAX_LENGTH];
     session_name(session, name);
     int64_t exec_ms = pa_hccl_exec_timeout_ms();
@@ -376,7 +383,9 @@ static HcclResult join(const char *api, const uint8_t session[16], const char *h
     rc = pa_store_join(st, session, nRanks, rank, connect_ms, &one_process, msg, sizeof msg);
     if (rc != HCCL_SUCCESS) {
         pa_store_close(st);
-        return pa_hccl_fail(rc, "%s: rank %u of %u: %s", api, rank, nRanks, msg);
+        char hint[PA_HCCL_MSG_CAP + 64] = "";
+        if (rc == HCCL_E_TIMEOUT && !gloo) snprintf(hint, sizeof hint, " (ranks in other processes cannot join: %s)", why);
+        return pa_hccl_fail(rc, "%s: rank %u of %u: %s%s", api, rank, nRanks, msg, hint);
     }
     pa_hcomm *c = comm_new(rank, nRanks, dev, name);
     if (c == NULL) {
@@ -419,7 +428,7 @@ static HcclResult init_root_info(const char *api, uint32_t nRanks, const HcclRoo
         return pa_hccl_fail(HCCL_E_PARA,
                             "%s: rootInfo was not made by HcclGetRootInfo (pass every rank the bytes rank 0 got)", api);
     }
-    return join(api, ri.session, ri.host, ri.port, nRanks, rank, config, comm);
+    return join(api, ri.session, ri.host, ri.port, nRanks, rank, ri.pid, config, comm);
 }
 
 PA_API HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm) {
@@ -548,7 +557,7 @@ static HcclResult init_cluster(const char *api, const char *clusterInfo, uint32_
                                     "HCCL_IF_BASE_PORT): %s", api, host, (long long)base, msg);
         }
     }
-    return join(api, session, host, (uint16_t)base, n, rank, config, comm);
+    return join(api, session, host, (uint16_t)base, n, rank, 0, config, comm);
 }
 
 PA_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {

@@ -1,7 +1,7 @@
 /* The cross-process engine: the ranks are processes; gloo (through the bridge
  * library libhccl_gloo.so, loaded on first use from the directory of this
- * library) connects them with TCP and moves the bytes of each exchange. A
- * transfer that fails (a peer died: its connections closed; or the exec
+ * library, or from PYACLNN_GLOO_BRIDGE) connects them with TCP and moves the
+ * bytes of each exchange. A transfer that fails (a peer died: its connections closed; or the exec
  * timeout passed) leaves this rank's context unusable, so later operations
  * fail at once with the first error. */
 #include <dlfcn.h>
@@ -26,6 +26,8 @@ static void load_bridge(void) {
             snprintf(path, sizeof path, "%.*s/libhccl_gloo.so", (int)(slash - info.dli_fname), info.dli_fname);
         }
     }
+    const char *env = getenv("PYACLNN_GLOO_BRIDGE"); /* another build of the bridge */
+    if (env != NULL && env[0] != '\0') snprintf(path, sizeof path, "%s", env);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         snprintf(g_why, sizeof g_why,

@@ -244,16 +244,23 @@ static aclError check_kind(const char *api, aclrtMemcpyKind kind) {
     return ACL_SUCCESS;
 }
 
-/* Fails unless work on device `dev` may touch [p, p+n): another device's
- * memory needs peer access from dev (aclrtDeviceEnablePeerAccess), as on
- * hardware, where a copy between two devices' memory faults without it. */
-static aclError check_reach(const char *api, const char *what, const void *p, size_t n, int dev) {
-    pa_mem_range r;
-    if (n == 0 || !pa_memreg_find((uintptr_t)p, &r) || pa_device_can_reach(dev, r.device)) return ACL_SUCCESS;
+/* A copy between two devices' memory, run by device `dev`, needs peer access
+ * from dev to each of them (aclrtDeviceEnablePeerAccess), as on hardware;
+ * copies between one device and the host need none. */
+static aclError check_reach_copy(const char *api, void *dst, const void *src, size_t count, int dev) {
+    pa_mem_range d, s;
+    if (count == 0 || !pa_memreg_find((uintptr_t)dst, &d) || !pa_memreg_find((uintptr_t)src, &s) || d.device < 0 ||
+        s.device < 0 || d.device == s.device) {
+        return ACL_SUCCESS;
+    }
+    const pa_mem_range *r = !pa_device_can_reach(dev, s.device) ? &s : !pa_device_can_reach(dev, d.device) ? &d : NULL;
+    if (r == NULL) return ACL_SUCCESS;
     return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
-                      "%s: %s %p lies in device %d's memory (the %s [%p, +%zu)) and device %d has no peer access to "
-                      "it: call aclrtDeviceEnablePeerAccess(%d, 0) on device %d first",
-                      api, what, p, r.device, pa_mem_kind_name(r.kind), (void *)r.base, r.size, dev, r.device, dev);
+                      "%s: copies from device %d's memory to device %d's: %s %p lies in device %d's memory (the %s [%p, "
+                      "+%zu)) and device %d, which runs the copy, has no peer access to it: call "
+                      "aclrtDeviceEnablePeerAccess(%d, 0) on device %d first",
+                      api, s.device, d.device, r == &s ? "src" : "dst", r == &s ? src : (const void *)dst, r->device,
+                      pa_mem_kind_name(r->kind), (void *)r->base, r->size, dev, r->device, dev);
 }
 
 static aclError check_memcpy(const char *api, void *dst, size_t destMax, const void *src, size_t count,
@@ -274,13 +281,6 @@ static aclError check_memset(const char *api, void *devPtr, size_t maxCount, siz
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: count (%zu) exceeds maxCount (%zu)", api, count, maxCount);
     }
     return pa_device_require(api, NULL);
-}
-
-/* The peer checks of a copy (src may be NULL: a fill) run by device `dev`. */
-static aclError check_reach_copy(const char *api, void *dst, const void *src, size_t count, int dev) {
-    aclError rc = check_reach(api, "dst", dst, count, dev);
-    if (rc == ACL_SUCCESS && src != NULL) rc = check_reach(api, "src", src, count, dev);
-    return rc;
 }
 
 PA_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind) {
@@ -317,7 +317,6 @@ PA_API aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t 
 
 PA_API aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
     aclError rc = check_memset("aclrtMemset", devPtr, maxCount, count);
-    if (rc == ACL_SUCCESS) rc = check_reach_copy("aclrtMemset", devPtr, NULL, count, pa_device_current());
     if (rc != ACL_SUCCESS || count == 0) return rc;
     memset(devPtr, (int)(value & 0xff), count);
     return ACL_SUCCESS;
@@ -347,7 +346,7 @@ static aclError submit_mem_task(const char *api, aclrtStream stream, void *dst, 
         pa_stream_release(s);
         return ACL_SUCCESS;
     }
-    rc = check_reach_copy(api, dst, src, count, pa_stream_device(s));
+    rc = src != NULL ? check_reach_copy(api, dst, src, count, pa_stream_device(s)) : ACL_SUCCESS;
     if (rc != ACL_SUCCESS) {
         pa_stream_release(s);
         return rc;

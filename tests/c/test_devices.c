@@ -143,7 +143,12 @@ static void test_peer_copies(void) {
     aclrtStream s1 = NULL;
     CHECK_OK(aclrtCreateStream(&s1));
     CHECK_ERR(aclrtMemcpyAsync(b, n, a, n, ACL_MEMCPY_DEVICE_TO_DEVICE, s1), ACL_ERROR_INVALID_PARAM,
-              "device 1 has no peer access");
+              "device 1, which runs the copy, has no peer access");
+    /* copies between one device and the host need no peer access */
+    unsigned char host[16];
+    CHECK_OK(aclrtMemcpy(host, sizeof host, a, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_EQ(host[3], 7);
+    CHECK_OK(aclrtMemset(a, n, 7, n));
     CHECK_ERR(aclrtDeviceEnablePeerAccess(1, 0), ACL_ERROR_INVALID_PARAM, "cannot be equal");
     CHECK_ERR(aclrtDeviceEnablePeerAccess(0, 1), ACL_ERROR_FEATURE_UNSUPPORTED, "flags must be 0");
     CHECK_OK(aclrtDeviceEnablePeerAccess(0, 0));
@@ -156,7 +161,7 @@ static void test_peer_copies(void) {
     /* access is per direction: device 0 still cannot reach device 1 */
     CHECK_OK(aclrtSetDevice(0));
     CHECK_ERR(aclrtMemcpy(a, n, b, n, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_ERROR_INVALID_PARAM,
-              "device 0 has no peer access");
+              "device 0, which runs the copy, has no peer access");
     /* a stream's copies run on the stream's device (1), whatever the caller's is */
     CHECK_OK(aclrtMemcpyAsync(b, n, a, n, ACL_MEMCPY_DEVICE_TO_DEVICE, s1));
     CHECK_OK(aclrtSynchronizeStream(s1));
