@@ -39,7 +39,7 @@ static void load_bridge(void) {
     const pa_gloo_api *(*get)(void) = (const pa_gloo_api *(*)(void))dlsym(h, "pa_gloo_bridge");
     const pa_gloo_api *api = get != NULL ? get() : NULL;
     if (api == NULL || api->abi != PA_GLOO_ABI) {
-        snprintf(g_why, sizeof g_why, "%s is not a gloo bridge of this pyaclnn (ABI mismatch)", path);
+        snprintf(g_why, sizeof g_why, "%.600s is not a gloo bridge of this pyaclnn (ABI mismatch)", path);
         return;
     }
     g_api = api;
