@@ -672,7 +672,10 @@ PA_API HcclResult HcclGroupEnd(void) {
             snprintf(msg, sizeof msg, "%s", pa_get_errmsg());
         }
     }
-    tl_n = 0;
+    /* the list is freed, not kept: a thread's exit would leak it */
+    free(tl_ops);
+    tl_ops = NULL;
+    tl_n = tl_cap = 0;
     if (first != HCCL_SUCCESS) pa_set_errmsg_raw(msg);
     return first;
 }
