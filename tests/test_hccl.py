@@ -411,3 +411,57 @@ print(subprocess.run([sys.executable, "-c", %r, root], capture_output=True, text
     assert status == pyaclnn.lib.HCCL_E_NOT_SUPPORT
     assert "HCCL across processes needs gloo" in msg and "libgloo-dev" in msg
     assert took < 5
+
+
+RANK_TABLE = {"version": "1.0", "server_count": "1", "status": "completed",
+              "server_list": [{"server_id": "127.0.0.1", "device": [
+                  {"device_id": str(r), "device_ip": "192.168.1.%d" % r, "rank_id": str(r)} for r in range(3)]}]}
+
+
+def test_a_rank_table_creates_the_communicator(tmp_path):
+    table = tmp_path / "rank_table.json"
+    table.write_text(json.dumps(RANK_TABLE))
+    port = 20000 + (int(time.time() * 1000) % 20000)
+    out = run_ranks("""
+comms, errs = [None] * 3, []
+def work(r):
+    try:
+        pyaclnn.set_device(r)
+        c = hccl.Comm.from_rank_table(%r, r)
+        s = pyaclnn.Stream(); b = pyaclnn.DeviceBuffer(4); b.copy_from_host(np.array([r + 1], np.int32))
+        c.all_reduce(b, b, 1, np.int32, "prod", s); s.synchronize()
+        comms[r] = [c.rank, c.size, int(np.frombuffer(b.to_host(), np.int32)[0])]
+        c.close()
+    except Exception as e:
+        errs.append(repr(e))
+th = [threading.Thread(target=work, args=(r,)) for r in range(3)]
+[t.start() for t in th]; [t.join() for t in th]
+try:
+    hccl.Comm.from_rank_table(%r, 0)
+except HcclError as e:
+    errs.append([e.status, e.message])
+print(json.dumps([comms, errs]))
+""" % (str(table), str(tmp_path / "missing.json")), HCCL_IF_BASE_PORT=str(port))
+    comms, errs = json.loads(out.splitlines()[-1])
+    assert comms == [[0, 3, 6], [1, 3, 6], [2, 3, 6]]
+    assert errs[0][0] == pyaclnn.lib.HCCL_E_OPEN_FILE_FAILURE and "cannot open the rank table" in errs[0][1]
+
+
+def test_python_devices_are_per_thread():
+    out = run_ranks("""
+got = {}
+def work(d):
+    pyaclnn.set_device(d)
+    b = pyaclnn.DeviceBuffer((d + 1) << 20)
+    time.sleep(0.2)
+    free, total = pyaclnn.get_mem_info()
+    got[d] = [pyaclnn.get_device(), total - free]
+    b.close()
+th = [threading.Thread(target=work, args=(d,)) for d in range(4)]
+[t.start() for t in th]; [t.join() for t in th]
+print(json.dumps([pyaclnn.get_device_count(), got]))
+""", PYACLNN_DEVICE_COUNT="4")
+    count, got = json.loads(out.splitlines()[-1])
+    assert count == 4
+    for d in range(4):
+        assert got[str(d)] == [d, ((d + 1) << 20) + 32]  # each device's own memory

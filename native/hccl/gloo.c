@@ -1,9 +1,9 @@
 /* The cross-process engine: the ranks are processes; gloo (through the bridge
  * library libhccl_gloo.so, loaded on first use from the directory of this
  * library, or from PYACLNN_GLOO_BRIDGE) connects them with TCP and moves the
- * bytes of each exchange. A transfer that fails (a peer died: its connections closed; or the exec
- * timeout passed) leaves this rank's context unusable, so later operations
- * fail at once with the first error. */
+ * bytes of each exchange. A transfer that fails (a peer died: its connections
+ * closed; or the exec timeout passed) leaves this rank's context unusable, so
+ * later operations fail at once with the first error. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
