@@ -164,6 +164,9 @@ static void handle_join(server *s, int fd, const char *p, size_t len, int *my_ra
     if (memcmp(p, s->session, 16) != 0) {
         rc = HCCL_E_PARA;
         snprintf(m, sizeof m, "the root info names another communicator than the one served at this address");
+    } else if (size == 0 || size > PA_HCCL_MAX_RANKS || rank >= size) {
+        rc = HCCL_E_PARA;
+        snprintf(m, sizeof m, "rank %u of %u is not a valid rank", rank, size);
     } else if (s->size != 0 && size != s->size) {
         rc = HCCL_E_PARA;
         snprintf(m, sizeof m, "nRanks is %u, but rank(s) already joined with nRanks %u", size, s->size);
