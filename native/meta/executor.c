@@ -313,6 +313,10 @@ aclnnStatus pa_executor_launch(const pa_op_def *op, void *workspace, uint64_t wo
     }
     pa_launch_task *task = malloc(sizeof *task + executor->plan_size);
     if (task == NULL) {
+        if (!executor->repeatable) { /* spent by this launch, as when the stream refuses the task */
+            registry_remove(executor);
+            quarantine_push(executor);
+        }
         pthread_mutex_unlock(&g_lock);
         return pa_fail_oom(ACLNN_ERR_INNER_NULLPTR, op->name, "the launch");
     }

@@ -23,7 +23,8 @@
  *              the thread-local storage of dlopen'ed libraries)
  *   FI_REPORT  file written at exit: "<function> <calls counted>" lines, then
  *              "injected <failures returned>"
- *   FI_VERBOSE "1": print each injected failure with the caller's address to stderr
+ *   FI_VERBOSE "1": print each injected failure to stderr, with the caller's address
+ *              and the nearest exported symbol at or below it
  *
  * How calls are counted: a call counts when its caller is the library itself
  * (the return address of the interposed function, __builtin_return_address(0),
@@ -148,9 +149,9 @@ static int should_fail(int fn, uintptr_t ra) {
         memset(&di, 0, sizeof di);
         dladdr((void *)ra, &di);
         char buf[512];
-        int len = snprintf(buf, sizeof buf, "faultinject: failing %s call %ld from %s+0x%lx\n", g_names[fn], k,
-                           di.dli_fname ? di.dli_fname : "?",
-                           (unsigned long)(ra - (uintptr_t)di.dli_fbase));
+        int len = snprintf(buf, sizeof buf, "faultinject: failing %s call %ld from %s+0x%lx (in or after %s)\n",
+                           g_names[fn], k, di.dli_fname ? di.dli_fname : "?",
+                           (unsigned long)(ra - (uintptr_t)di.dli_fbase), di.dli_sname ? di.dli_sname : "?");
         if (len > 0) (void)!write(2, buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
     }
     return 1;
