@@ -264,9 +264,14 @@ PA_API aclError aclrtReleaseMemAddress(void *virPtr) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: %p still has %zu mapped range(s); aclrtUnmapMem them first",
                           api, virPtr, n);
     }
+    if (munmap(r->mapping, r->mapping_size) != 0) {
+        int err = errno;
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot release %p (munmap: %s); it stays reserved", api,
+                          virPtr, strerror(err));
+    }
     *rp = r->next;
     pthread_mutex_unlock(&g_vmm_mu);
-    munmap(r->mapping, r->mapping_size);
     free(r);
     return ACL_SUCCESS;
 }

@@ -4,11 +4,12 @@
  * backwards on the forwards' results), written to run under
  * libfaultinject.so (faultinject.c).
  *
- * Every step that fails must fail with a status its API may give when the
- * system runs out of something (host memory 200000, device memory 207001,
- * threads / locks 207005, an op's executor 561101 or its launch and kernel
- * scratch 561103, a NULL handle with a message), with an aclGetRecentErrMsg()
- * naming the call; the step then undoes what it made and is retried once.
+ * Every step that fails must fail with the status its API gives when that
+ * resource runs out (expected_status: host memory for the runtime's records
+ * 200000, memory the call asked for 207001, threads / locks 207005, an op's
+ * executor 561101 or its launch and kernel scratch 561103, a NULL handle),
+ * with an aclGetRecentErrMsg() naming the call; the step then undoes what it
+ * made and is retried once.
  *
  *   exit 0  every step succeeded; prints "RESULT <hash of every output>"
  *   exit 3  a retry failed too and the driver gave up after releasing
@@ -56,12 +57,27 @@ static _Noreturn void die(const char *fmt, const char *a, long b) {
     exit(1);
 }
 
-/* Statuses a call may give when a resource of the system runs out. */
+/* Statuses a call may give when a resource of the system runs out: host
+ * memory for the runtime's records 200000, memory the call was asked for
+ * 207001, a thread / lock 207005 (a stream, or the default stream made on
+ * first use), an op's executor 561101, its launch or task 561103. */
 static bool expected_status(const char *api, long st) {
+    static const char *const asks_memory[] = {"aclrtMalloc", "aclrtMallocHost", "aclrtReserveMemAddress",
+                                              "aclrtMallocPhysical", "aclrtMapMem", "aclrtUnmapMem"};
+    static const char *const makes_threads[] = {"aclrtCreateStream", "aclrtCreateStreamWithConfig",
+                                                "aclrtCreateEvent", "aclrtCreateEventWithFlag",
+                                                "aclrtSynchronizeStream", "aclrtMemsetAsync"};
     if (strstr(api, "GetWorkspaceSize") != NULL) return st == ACLNN_ERR_INNER_CREATE_EXECUTOR;
     if (strncmp(api, "aclnn", 5) == 0) return st == ACLNN_ERR_INNER_NULLPTR; /* a launch, or its task */
     if (strncmp(api, "aclCreate", 9) == 0) return st == -1;
-    return st == ACL_ERROR_BAD_ALLOC || st == ACL_ERROR_RT_MEMORY_ALLOCATION || st == ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
+    if (st == ACL_ERROR_BAD_ALLOC) return true;
+    for (size_t i = 0; i < sizeof asks_memory / sizeof asks_memory[0]; i++) {
+        if (strcmp(api, asks_memory[i]) == 0) return st == ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    for (size_t i = 0; i < sizeof makes_threads / sizeof makes_threads[0]; i++) {
+        if (strcmp(api, makes_threads[i]) == 0) return st == ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
+    }
+    return false;
 }
 
 /* Records a failure of `api` with status st: checks it, and returns true. */
