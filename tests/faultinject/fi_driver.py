@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 
 import pyaclnn  # noqa: E402
 from pyaclnn import AclError, ops  # noqa: E402
-from pyaclnn._ffi import lib  # noqa: E402
+from pyaclnn._ffi import ffi, lib  # noqa: E402
 
 FROM = os.environ.get("FI_MODE") == "from"
 # The status each call gives when a resource runs out (as in fi_driver.c):
@@ -156,6 +156,13 @@ def main(data=None):
     left = lib.pyaclnnCountHandles(0)
     if left != 0:
         fail("%d aclnn handles left" % left)
+    for kind in range(4):  # device blocks, pinned host blocks, registrations, mappings
+        left = lib.pyaclnnCountMemRanges(kind, ffi.NULL)
+        if left != 0:
+            fail("%d memory ranges of kind %d left" % (left, kind))
+    free, total = pyaclnn.get_mem_info()
+    if free != total:
+        fail("%d bytes of device capacity not credited back" % (total - free))
     print("RESULT %s" % h.hexdigest()[:16], flush=True)
 
 
