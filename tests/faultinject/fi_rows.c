@@ -196,7 +196,7 @@ static void test_record(void) {
     aclrtEvent c;
     CHECK_EQ(aclrtCreateStream(&s3), ACL_SUCCESS);
     CHECK_EQ(aclrtCreateEvent(&c), ACL_SUCCESS);
-    CHECK_EQ(aclrtLaunchHostFunc(s3, hf_sleep, (void *)(intptr_t)100), ACL_SUCCESS);
+    CHECK_EQ(aclrtLaunchHostFunc(s3, hf_sleep, (void *)(intptr_t)300), ACL_SUCCESS);
     CHECK_EQ(aclrtRecordEvent(c, s3), ACL_SUCCESS);
     CHECK_EQ(aclrtStreamWaitEvent(s2, c), ACL_SUCCESS);
     sleep_ms(20); /* the host function is running; the record is queued behind it */

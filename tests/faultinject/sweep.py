@@ -47,7 +47,7 @@ SAMPLE_STATUS_AFTER = {"aclCreateIntArray": {161002}}
 VENDOR_SAMPLES = ("aclnn_scaled_masked_softmax_backward.cpp", "aclnn_nsa_selected_attention_grad.cpp",
                   "forward/aclnn_scaled_masked_softmax.cpp", "forward/aclnn_nsa_selected_attention.cpp")
 
-Run = collections.namedtuple("Run", "func n mode rc out")
+Run = collections.namedtuple("Run", "func n mode rc out stdout")  # out: stdout, then stderr
 
 
 def sh(cmd, **kw):
@@ -97,12 +97,12 @@ def run_program(exe, injector, func, n, mode, timeout, report=None):
         env["FI_REPORT"] = str(report)
     try:
         proc = subprocess.run([str(exe)], cwd=str(exe.parent), env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=timeout)
-        rc = proc.returncode
-        out = proc.stdout.decode("utf-8", "replace")
+                              stderr=subprocess.PIPE, timeout=timeout)
+        rc, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as e:
-        rc, out = "timeout", (e.stdout or b"").decode("utf-8", "replace")
-    return Run(func, n, mode, rc, out)
+        rc, out, err = "timeout", e.stdout or b"", e.stderr or b""
+    out, err = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    return Run(func, n, mode, rc, out + err, out)
 
 
 def program_counts(exe, injector, work, timeout):
@@ -111,7 +111,7 @@ def program_counts(exe, injector, work, timeout):
     if run.rc != 0:
         raise RuntimeError("%s fails without faults (status %s):\n%s" % (exe.name, run.rc, run.out))
     counts = dict(line.split() for line in report.read_text().splitlines())
-    return {f: int(counts[f]) for f in FUNCS}, run.out
+    return {f: int(counts[f]) for f in FUNCS}, run.stdout
 
 
 def sweep_program(exe, injector, cases, jobs, timeout):
@@ -133,7 +133,7 @@ def python_runs(injector, cases, jobs, timeout):
     for line in proc.stdout.splitlines():
         d = json.loads(line)
         f, n, m = d["case"]
-        runs.append(Run(f, int(n), m, d["rc"], d["out"]))
+        runs.append(Run(f, int(n), m, d["rc"], d["out"], d["out"]))
     if len(runs) != len(cases):
         raise RuntimeError("fi_driver.py --serve answered %d of %d cases:\n%s" % (len(runs), len(cases), proc.stderr))
     return runs
@@ -160,8 +160,7 @@ def verdict(kind, run, reference):
         return "crash (signal %d)" % -run.rc
     if kind == "sample":
         if run.rc == 0:
-            printed = "".join(l for l in run.out.splitlines(True) if not l.startswith("faultinject: "))
-            return None if printed == reference else "wrong result with a success status"
+            return None if run.stdout == reference else "wrong result with a success status"
         codes = {int(c) for c in re.findall(r"ERROR: (-?\d+)", run.out)}
         if not codes:
             return "exit %d without a status" % run.rc
