@@ -16,6 +16,13 @@ static const char *const PROD_TYPES = "int8, int32, int64, uint64, float16, floa
 
 static HcclResult check_dtype(const char *api, const char *param, HcclDataType dt, bool reduce) {
     const bool known = pa_hccl_dtype_size(dt) != 0;
+    if (!known) {
+        return pa_hccl_fail(HCCL_E_NOT_SUPPORT,
+                            "%s: %s HcclDataType(%d) is not supported, expected int8, int16, int32, int64, float16, "
+                            "float32, uint8, uint16, uint32, uint64, float64, hif8, fp8e4m3, fp8e5m2, fp8e8m0 or "
+                            "bfloat16",
+                            api, param, (int)dt);
+    }
     if (reduce && !pa_hccl_dtype_reducible(dt)) {
         return pa_hccl_fail(HCCL_E_NOT_SUPPORT, "%s: %s %s is not supported by reductions, expected one of %s", api,
                             param, pa_hccl_dtype_name(dt), REDUCE_TYPES);

@@ -199,8 +199,9 @@ static const char *kind_api(uint64_t kind) {
 }
 
 static int describe(char *buf, size_t cap, const uint64_t *s) {
+    const char *dt = pa_hccl_dtype_name((HcclDataType)s[SIG_DT]);
     return snprintf(buf, cap, "%s(count %llu, %s, %s, root %llu)", kind_api(s[SIG_KIND]),
-                    (unsigned long long)s[SIG_COUNT], pa_hccl_dtype_name((HcclDataType)s[SIG_DT]),
+                    (unsigned long long)s[SIG_COUNT], dt != NULL ? dt : "?",
                     pa_hccl_op_name((HcclReduceOp)s[SIG_OP]), (unsigned long long)s[SIG_ROOT]);
 }
 

@@ -179,7 +179,12 @@ static pa_hcomm *comm_new(uint32_t rank, uint32_t size, int device, const char *
     c->device = device;
     snprintf(c->name, sizeof c->name, "%s", name);
     c->exec_timeout_ms = pa_hccl_exec_timeout_ms();
-    pthread_mutex_init(&c->mu, NULL);
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        free(c->send_seq);
+        free(c->recv_seq);
+        free(c);
+        return NULL;
+    }
     c->refs = 1; /* the handle */
     return c;
 }
@@ -588,25 +593,36 @@ typedef struct deferred {
     aclrtStream stream;
 } deferred;
 
-static _Thread_local int tl_depth;
-static _Thread_local deferred *tl_ops;
-static _Thread_local size_t tl_n, tl_cap;
+/* A thread's open group (one pointer of thread-local storage; the state is
+ * allocated by HcclGroupStart and freed by the outermost HcclGroupEnd). */
+typedef struct group_state {
+    int depth;
+    deferred *ops;
+    size_t n, cap;
+} group_state;
+
+static PA_THREAD_LOCAL group_state *tl_group;
 
 bool pa_group_defer(pa_coll *op, aclrtStream stream) {
-    if (tl_depth == 0) return false;
-    if (tl_n == tl_cap) {
-        size_t ncap = tl_cap ? tl_cap * 2 : 16;
-        deferred *p = realloc(tl_ops, ncap * sizeof *p);
+    group_state *g = tl_group;
+    if (g == NULL) return false;
+    if (g->n == g->cap) {
+        size_t ncap = g->cap ? g->cap * 2 : 16;
+        deferred *p = realloc(g->ops, ncap * sizeof *p);
         if (p == NULL) return false; /* run it now instead */
-        tl_ops = p;
-        tl_cap = ncap;
+        g->ops = p;
+        g->cap = ncap;
     }
-    tl_ops[tl_n++] = (deferred){op, stream};
+    g->ops[g->n++] = (deferred){op, stream};
     return true;
 }
 
 PA_API HcclResult HcclGroupStart(void) {
-    tl_depth++;
+    if (tl_group == NULL) {
+        tl_group = calloc(1, sizeof *tl_group);
+        if (tl_group == NULL) return pa_hccl_fail(HCCL_E_MEMORY, "HcclGroupStart: out of host memory");
+    }
+    tl_group->depth++;
     return HCCL_SUCCESS;
 }
 
@@ -630,14 +646,16 @@ static bool batch_append(pa_coll *b, pa_coll *op) {
 }
 
 PA_API HcclResult HcclGroupEnd(void) {
-    if (tl_depth == 0) return pa_hccl_fail(HCCL_E_PARA, "HcclGroupEnd: no HcclGroupStart is open on this thread");
-    if (--tl_depth > 0) return HCCL_SUCCESS;
+    group_state *g = tl_group;
+    if (g == NULL) return pa_hccl_fail(HCCL_E_PARA, "HcclGroupEnd: no HcclGroupStart is open on this thread");
+    if (--g->depth > 0) return HCCL_SUCCESS;
+    tl_group = NULL; /* what follows is queued at once */
     HcclResult first = HCCL_SUCCESS;
     char msg[1024] = "";
     size_t i = 0;
-    while (i < tl_n) {
-        pa_coll *op = tl_ops[i].op;
-        aclrtStream stream = tl_ops[i].stream;
+    while (i < g->n) {
+        pa_coll *op = g->ops[i].op;
+        aclrtStream stream = g->ops[i].stream;
         i++;
         if (is_p2p(op)) {
             /* the run of sends / receives on this comm and stream: one batch */
@@ -647,9 +665,9 @@ PA_API HcclResult HcclGroupEnd(void) {
                 *b = (pa_coll){PA_BATCH, "HcclGroupEnd", op->comm, op->dt, op->op, 0, NULL, NULL, 0, 0, NULL, NULL, 0};
                 op->comm = NULL; /* the batch takes the reference */
                 ok = batch_append(b, op);
-                while (ok && i < tl_n && is_p2p(tl_ops[i].op) && tl_ops[i].stream == stream &&
-                       tl_ops[i].op->comm == b->comm) {
-                    pa_coll *next = tl_ops[i++].op;
+                while (ok && i < g->n && is_p2p(g->ops[i].op) && g->ops[i].stream == stream &&
+                       g->ops[i].op->comm == b->comm) {
+                    pa_coll *next = g->ops[i++].op;
                     pa_hcomm_release(next->comm);
                     next->comm = NULL;
                     ok = batch_append(b, next);
@@ -672,10 +690,8 @@ PA_API HcclResult HcclGroupEnd(void) {
             snprintf(msg, sizeof msg, "%s", pa_get_errmsg());
         }
     }
-    /* the list is freed, not kept: a thread's exit would leak it */
-    free(tl_ops);
-    tl_ops = NULL;
-    tl_n = tl_cap = 0;
+    free(g->ops);
+    free(g);
     if (first != HCCL_SUCCESS) pa_set_errmsg_raw(msg);
     return first;
 }

@@ -3,7 +3,6 @@
 #include "hccl/pa_fold.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "common/pa_half.h"
@@ -40,11 +39,7 @@ const char *pa_hccl_dtype_name(HcclDataType dt) {
     case HCCL_DATA_TYPE_FP8E4M3: return "fp8e4m3";
     case HCCL_DATA_TYPE_FP8E5M2: return "fp8e5m2";
     case HCCL_DATA_TYPE_FP8E8M0: return "fp8e8m0";
-    default: {
-        static _Thread_local char buf[32];
-        snprintf(buf, sizeof buf, "HcclDataType(%d)", (int)dt);
-        return buf;
-    }
+    default: return NULL;
     }
 }
 

@@ -98,7 +98,14 @@ void *pa_gloo_join(pa_store_client *st, uint32_t size, uint32_t rank, int64_t ti
         return NULL;
     }
     m->size = size;
-    pthread_mutex_init(&m->mu, NULL);
+    if (pthread_mutex_init(&m->mu, NULL) != 0) {
+        g_api->close(m->ctx);
+        free(m->list);
+        free(m);
+        snprintf(msg, cap, "cannot create a mutex");
+        *rc = HCCL_E_SYSCALL;
+        return NULL;
+    }
     *rc = HCCL_SUCCESS;
     return m;
 }

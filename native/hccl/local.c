@@ -60,8 +60,7 @@ static void group_free(local_group *g) {
             free(m);
         }
     }
-    pthread_mutex_destroy(&g->mu);
-    pthread_cond_destroy(&g->cv);
+    pa_rt_sync_destroy(&g->mu, &g->cv, NULL);
     free(g->arrived_gen);
     free(g->posted);
     free(g->mail);
@@ -92,8 +91,14 @@ void *pa_local_join(const uint8_t session[16], uint32_t size, uint32_t rank) {
         }
         memcpy(g->session, session, 16);
         g->size = size;
-        pthread_mutex_init(&g->mu, NULL);
-        pa_rt_cond_init(&g->cv);
+        if (pa_rt_sync_init("the in-process group", &g->mu, &g->cv, NULL) != ACL_SUCCESS) {
+            free(g->arrived_gen);
+            free(g->posted);
+            free(g->mail);
+            free(g);
+            pthread_mutex_unlock(&g_mu);
+            return NULL;
+        }
         g->next = g_groups;
         g_groups = g;
     }

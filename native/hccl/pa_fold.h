@@ -10,7 +10,7 @@
 
 /* Bytes per element; 0 for a value that is not an HcclDataType. */
 size_t pa_hccl_dtype_size(HcclDataType dt);
-/* "float32", ...; "HcclDataType(N)" in a static buffer for unknown values. */
+/* "float32", ...; NULL for a value that is not an HcclDataType. */
 const char *pa_hccl_dtype_name(HcclDataType dt);
 const char *pa_hccl_op_name(HcclReduceOp op);
 /* The types a reduction accepts (CANN's list), and those PROD accepts. */

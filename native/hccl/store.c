@@ -124,8 +124,7 @@ static void server_unref(server *s) {
     }
     free(s->tokens);
     free(s->joined);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
+    pa_rt_sync_destroy(&s->mu, &s->cv, NULL);
     free(s);
 }
 
@@ -406,8 +405,12 @@ static HcclResult serve(const uint8_t session[16], const char *host, uint16_t po
     s->listen_fd = fd;
     s->refs = 1;
     s->created_ns = pa_rt_now_ns();
-    pthread_mutex_init(&s->mu, NULL);
-    pa_rt_cond_init(&s->cv);
+    if (pa_rt_sync_init("the rendezvous store", &s->mu, &s->cv, NULL) != ACL_SUCCESS) {
+        close(fd);
+        free(s);
+        snprintf(msg, cap, "%s", pa_get_errmsg());
+        return HCCL_E_SYSCALL;
+    }
     pthread_t th;
     if (pthread_create(&th, NULL, accept_thread, s) != 0) {
         close(fd);

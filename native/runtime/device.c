@@ -71,11 +71,10 @@ static int64_t g_sysopt[PA_NUM_SYSOPT];
 /* Bit p of g_peer[d]: work on device d may touch device p's memory. */
 static _Atomic uint32_t g_peer[PA_MAX_DEVICES];
 
-/* This thread's choice: a user context (tl_ctx), else a device (tl_device,
- * when tl_chosen), else device 0 while it is set. */
-static _Thread_local pa_context *tl_ctx;
-static _Thread_local int tl_device;
-static _Thread_local bool tl_chosen;
+/* This thread's choice: a user context (tl_ctx), else a device (tl_device1 =
+ * device + 1; 0 when it never chose one: then device 0 while it is set). */
+static PA_THREAD_LOCAL pa_context *tl_ctx;
+static PA_THREAD_LOCAL int tl_device1;
 
 static pa_teardown_fn _Atomic g_hooks[PA_TEARDOWN_PHASES];
 
@@ -104,7 +103,7 @@ static int current_locked(void) {
         if (ctx_is_live(tl_ctx)) return g_refs[tl_ctx->device] > 0 ? tl_ctx->device : -1;
         tl_ctx = NULL; /* destroyed */
     }
-    const int d = tl_chosen ? tl_device : 0;
+    const int d = tl_device1 > 0 ? tl_device1 - 1 : 0;
     return g_refs[d] > 0 ? d : -1;
 }
 
@@ -150,8 +149,7 @@ bool pa_device_can_reach(int dev, int owner) {
 
 void pa_device_bind_thread(int device) {
     tl_ctx = NULL;
-    tl_device = device;
-    tl_chosen = true;
+    tl_device1 = device + 1;
 }
 
 /* Runs the hooks of the layers above for `device`, then clears its state. */
@@ -360,7 +358,7 @@ PA_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
     aclError rc = pa_device_check_id("aclrtCreateContext", deviceId);
     if (rc != ACL_SUCCESS) return rc;
     pa_context *c = calloc(1, sizeof *c);
-    if (c == NULL) return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtCreateContext: out of host memory");
+    if (c == NULL) return pa_rt_fail_oom("aclrtCreateContext", "the context");
     c->magic = PA_CTX_MAGIC;
     c->device = deviceId;
     pa_rt_lock();
@@ -370,8 +368,7 @@ PA_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
     pa_rt_unlock();
     /* the new context becomes current on this thread */
     tl_ctx = c;
-    tl_device = deviceId;
-    tl_chosen = true;
+    tl_device1 = deviceId + 1;
     *context = c;
     return ACL_SUCCESS;
 }
@@ -410,8 +407,7 @@ PA_API aclError aclrtSetCurrentContext(aclrtContext context) {
                           "aclrtSetCurrentContext: context %p is not a live context (destroyed already?)", context);
     }
     tl_ctx = ctx_is_default(c) ? NULL : c;
-    tl_device = device;
-    tl_chosen = true;
+    tl_device1 = device + 1;
     return ACL_SUCCESS;
 }
 

@@ -1,5 +1,5 @@
 /* Streams: each stream is a FIFO of tasks served by its own worker thread
- * (started on the first submission). A launch returns at once; synchronising
+ * (started when the stream is created). A launch returns at once; synchronising
  * waits until the FIFO is empty and the worker idle, then reports the first
  * error a task recorded since the previous synchronise (tasks after a failed
  * one still run).
@@ -90,17 +90,35 @@ int pa_stream_task_device(void) { return tl_task_device; }
 
 int pa_stream_device(const pa_stream *s) { return s->device; }
 
-static pa_stream *stream_new(bool is_default, int device) {
+static void *stream_worker(void *p);
+
+/* A new stream of `device` with its worker thread running, as CANN's streams
+ * exist in hardware from creation: every resource is made here, so a stream
+ * that was created can take work, and a failure is the create call's. */
+static aclError stream_new(const char *api, bool is_default, int device, pa_stream **out) {
     pa_stream *s = calloc(1, sizeof *s);
-    if (s == NULL) return NULL;
+    if (s == NULL) return pa_rt_fail_oom(api, "the stream");
     s->magic = PA_STREAM_MAGIC;
     s->is_default = is_default;
     s->device = device;
     s->refs = 1; /* the registry's reference */
-    pthread_mutex_init(&s->mu, NULL);
-    pa_rt_cond_init(&s->cv_work);
-    pa_rt_cond_init(&s->cv_idle);
-    return s;
+    aclError rc = pa_rt_sync_init(api, &s->mu, &s->cv_work, &s->cv_idle);
+    if (rc != ACL_SUCCESS) {
+        free(s);
+        return rc;
+    }
+    pthread_mutex_lock(&s->mu);
+    int e = pthread_create(&s->thread, NULL, stream_worker, s);
+    s->started = e == 0;
+    pthread_mutex_unlock(&s->mu);
+    if (e != 0) {
+        pa_rt_sync_destroy(&s->mu, &s->cv_work, &s->cv_idle);
+        free(s);
+        return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot start the stream's worker thread (%s)", api,
+                          strerror(e));
+    }
+    *out = s;
+    return ACL_SUCCESS;
 }
 
 static void stream_free(pa_stream *s) {
@@ -135,11 +153,11 @@ aclError pa_stream_acquire(aclrtStream handle, const char *api, pa_stream **out)
         if (rc != ACL_SUCCESS) return rc;
         pa_rt_lock();
         if (g_default_stream[d] == NULL) {
-            pa_stream *s = stream_new(true, d);
-            if (s == NULL) {
+            pa_stream *s = NULL;
+            rc = stream_new(api, true, d, &s);
+            if (rc != ACL_SUCCESS) {
                 pa_rt_unlock();
-                return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory creating the default stream",
-                                  api);
+                return rc;
             }
             s->next = g_streams;
             g_streams = s;
@@ -225,7 +243,7 @@ aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn,
     pa_task *t = malloc(sizeof *t);
     if (t == NULL) {
         if (free_fn != NULL) free_fn(arg);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory queueing a task", api);
+        return pa_rt_fail_oom(api, "the stream's task queue");
     }
     t->fn = fn;
     t->free_fn = free_fn;
@@ -237,17 +255,6 @@ aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn,
         free(t);
         if (free_fn != NULL) free_fn(arg);
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream %p is being destroyed", api, (void *)s);
-    }
-    if (!s->started) {
-        int e = pthread_create(&s->thread, NULL, stream_worker, s);
-        if (e != 0) {
-            pthread_mutex_unlock(&s->mu);
-            free(t);
-            if (free_fn != NULL) free_fn(arg);
-            return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot start the stream worker thread (%s)",
-                              api, strerror(e));
-        }
-        s->started = true;
     }
     if (s->tail != NULL) s->tail->next = t;
     else s->head = t;
@@ -394,7 +401,7 @@ static aclError streams_sync_device(int device, int32_t timeout, const char *api
     pa_stream **snap = n ? malloc(n * sizeof *snap) : NULL;
     if (n != 0 && snap == NULL) {
         pa_rt_unlock();
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+        return pa_rt_fail_oom(api, "the list of streams");
     }
     size_t i = 0;
     for (pa_stream *s = g_streams; s != NULL; s = s->next) {
@@ -436,8 +443,9 @@ static aclError create_stream(const char *api, aclrtStream *stream) {
     int d = -1;
     aclError rc = pa_device_require(api, &d);
     if (rc != ACL_SUCCESS) return rc;
-    pa_stream *s = stream_new(false, d);
-    if (s == NULL) return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    pa_stream *s = NULL;
+    rc = stream_new(api, false, d, &s);
+    if (rc != ACL_SUCCESS) return rc;
     pa_rt_lock();
     s->next = g_streams;
     g_streams = s;
@@ -573,7 +581,7 @@ static aclError launch_host_call(const char *api, aclrtStream stream, void (*fn)
     host_call *h = malloc(sizeof *h);
     if (h == NULL) {
         pa_stream_release(s);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+        return pa_rt_fail_oom(api, "the callback");
     }
     h->fn = fn;
     h->arg = arg;
