@@ -84,7 +84,7 @@ static pa_stream *g_streams;                        /* all live streams, includi
 static pa_stream *g_default_stream[PA_MAX_DEVICES]; /* each device's NULL stream */
 
 /* The device of the task running on this thread (set by the stream worker). */
-static _Thread_local int tl_task_device = -1;
+static PA_THREAD_LOCAL int tl_task_device = -1;
 
 int pa_stream_task_device(void) { return tl_task_device; }
 
