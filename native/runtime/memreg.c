@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A white-box test may define this to run its own code after each change of
+ * the registry, with the lock released (tests/c/test_vmm_race.c). */
+#ifndef PA_MEMREG_AFTER_CHANGE
+#define PA_MEMREG_AFTER_CHANGE() ((void)0)
+#endif
+
 typedef struct range_map {
     pthread_mutex_t mu;
     pa_mem_range *ranges; /* sorted by base, non-overlapping */
@@ -82,6 +88,7 @@ bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, int device, pa
     }
 out:
     pthread_mutex_unlock(&m->mu);
+    if (ok) PA_MEMREG_AFTER_CHANGE();
     return ok;
 }
 
@@ -97,6 +104,7 @@ bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, pa_mem_range *out) {
         found = true;
     }
     pthread_mutex_unlock(&m->mu);
+    if (found) PA_MEMREG_AFTER_CHANGE();
     return found;
 }
 
