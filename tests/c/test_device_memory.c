@@ -166,6 +166,11 @@ static void test_vmm_round_trip(aclrtStream s) {
     CHECK_ERR(aclrtMapMem((char *)a + 4096, g, 0, h, 0), ACL_ERROR_INVALID_PARAM, "multiples of the granularity");
     CHECK_ERR(aclrtMapMem(NULL, g, 0, h, 0), ACL_ERROR_INVALID_PARAM, "virPtr must not be NULL");
     CHECK_ERR(aclrtMapMem((char *)a + 2 * g, g, 0, h, 1), ACL_ERROR_INVALID_PARAM, "flags must be 0");
+    void *reg = NULL; /* reserved addresses given to aclrtHostRegister are not mapped over */
+    CHECK_OK(aclrtHostRegister((char *)a + 3 * g, 4096, ACL_HOST_REGISTER_MAPPED, &reg));
+    CHECK_ERR(aclrtMapMem((char *)a + 2 * g, 2 * g, 0, h, 0), ACL_ERROR_INVALID_PARAM,
+              "overlaps the aclrtHostRegister range");
+    CHECK_OK(aclrtHostUnregister(reg));
     CHECK_ERR(aclrtUnmapMem((char *)a + g), ACL_ERROR_INVALID_PARAM, "not the start of a range mapped");
     CHECK_ERR(aclrtReleaseMemAddress(a), ACL_ERROR_INVALID_PARAM, "still has 1 mapped range");
     CHECK_ERR(aclrtReleaseMemAddress((char *)a + g), ACL_ERROR_INVALID_PARAM, "not the start of a range");

@@ -9,7 +9,8 @@
  *      runs (deterministic: any intermediate state a reader could see is seen);
  *   2. concurrently: a second thread runs the check in a loop while this one
  *      maps and unmaps the neighbours (after_change yields the CPU, so a
- *      reader runs wherever a state between two changes is visible).
+ *      reader runs wherever a state between two changes is visible);
+ *   3. pa_memreg_replace, the one registry step they use: all or nothing.
  * Exits 1 on the first failure. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -139,6 +140,7 @@ static void *reader(void *arg) {
     while (!atomic_load(&g_done)) {
         if (check_stable() != 0) atomic_fetch_add(&g_bad_checks, 1);
         atomic_fetch_add(&g_checks_run, 1);
+        sched_yield(); /* leaves the registry's lock free most of the time: the mapper never starves */
     }
     return NULL;
 }
@@ -162,6 +164,49 @@ static long test_concurrent_reader(int cycles) {
     return bad;
 }
 
+/* ---- 3. pa_memreg_replace: every change in one step, or none ---- */
+static bool listed(const pa_mem_range *want) { /* want is one live range, exactly */
+    pa_mem_range got;
+    return pa_memreg_covers(want->base, want->size, &got) && got.base == want->base && got.size == want->size &&
+           got.kind == want->kind && got.device == want->device;
+}
+
+static void test_replace(void) {
+    const uintptr_t B = (uintptr_t)1 << 44; /* the registry holds ranges, not memory: nothing lives here */
+    const pa_mem_range a = {B, 0x1000, PA_MEM_VIRTUAL_MAPPED, 0}, b = {B + 0x1000, 0x1000, PA_MEM_VIRTUAL_MAPPED, 0};
+    const pa_mem_range ab = {B, 0x2000, PA_MEM_VIRTUAL_MAPPED, 0}, pair[2] = {a, b}, swapped[2] = {b, a};
+    const pa_mem_range other = {B + 0x2000, 0x1000, PA_MEM_DEVICE, 1};
+    const size_t n0 = pa_memreg_count(PA_MEM_VIRTUAL_MAPPED, NULL);
+    CHECK(pa_memreg_add(other.base, other.size, other.kind, other.device, NULL));
+    CHECK(pa_memreg_replace(NULL, 0, &a, 1, NULL)); /* add */
+    CHECK(pa_memreg_replace(&a, 1, pair, 2, NULL)); /* a stays, b joins */
+    CHECK(listed(&a) && listed(&b));
+    CHECK(pa_memreg_replace(pair, 2, &ab, 1, NULL)); /* merge */
+    CHECK(listed(&ab) && listed(&other));
+    CHECK_EQ(pa_memreg_count(PA_MEM_VIRTUAL_MAPPED, NULL), n0 + 1);
+    /* refused, nothing changed: */
+    pa_mem_range clash = {1, 1, PA_MEM_DEVICE, 0};
+    CHECK(!pa_memreg_replace(&a, 1, pair, 2, &clash)); /* a `from` range not live as given */
+    CHECK_EQ(clash.size, 0);
+    const pa_mem_range ab_dev1 = {B, 0x2000, PA_MEM_VIRTUAL_MAPPED, 1}, wide = {B, 0x3000, PA_MEM_VIRTUAL_MAPPED, 0};
+    CHECK(!pa_memreg_replace(&ab_dev1, 1, &a, 1, NULL)); /* another device's */
+    CHECK(!pa_memreg_replace(&ab, 1, &wide, 1, &clash)); /* overlaps a range that stays */
+    CHECK(clash.base == other.base && clash.size == other.size && clash.kind == other.kind && clash.device == 1);
+    CHECK(!pa_memreg_replace(&ab, 1, swapped, 2, NULL)); /* not sorted */
+    const pa_mem_range overlapping[2] = {ab, b}, empty = {B, 0, PA_MEM_VIRTUAL_MAPPED, 0};
+    const pa_mem_range host = {B, 0x1000, PA_MEM_HOST, -1}, wraps = {UINTPTR_MAX, 2, PA_MEM_VIRTUAL_MAPPED, 0};
+    CHECK(!pa_memreg_replace(&ab, 1, overlapping, 2, NULL));
+    CHECK(!pa_memreg_replace(&ab, 1, &empty, 1, NULL));
+    CHECK(!pa_memreg_replace(&ab, 1, &host, 1, NULL)); /* not device-accessible */
+    CHECK(!pa_memreg_replace(&ab, 1, &wraps, 1, NULL));
+    CHECK(listed(&ab) && listed(&other));
+    CHECK_EQ(pa_memreg_count(PA_MEM_VIRTUAL_MAPPED, NULL), n0 + 1);
+    CHECK(pa_memreg_replace(&ab, 1, NULL, 0, NULL)); /* remove */
+    CHECK(!pa_memreg_covers(B, 1, NULL));
+    CHECK(pa_memreg_remove(other.base, other.kind, NULL));
+    CHECK_EQ(pa_memreg_count(PA_MEM_VIRTUAL_MAPPED, NULL), n0);
+}
+
 int main(void) {
     setenv("PYACLNN_NUM_THREADS", "1", 1);
     setup();
@@ -171,6 +216,7 @@ int main(void) {
     CHECK_EQ(bad_every, 0);
     CHECK_EQ(bad_concurrent, 0);
     teardown();
+    test_replace();
     printf("test_vmm_race: %d checks passed\n", (int)g_checks);
     return 0;
 }
