@@ -21,8 +21,9 @@ static bool all_outputs_empty(const nsa_sa_args *a) {
     return true;
 }
 
-int nsa_sa_validate(const nsa_sa_args *a, nsa_sa_shape *sh) {
+int nsa_sa_validate(const nsa_sa_args *a, nsa_shape *sh, bool *empty) {
     memset(sh, 0, sizeof *sh);
+    *empty = false;
     /* ---- required pointers: the vendor's aclnn layer answers 561103 ---- */
     const struct {
         const void *p;
@@ -47,7 +48,7 @@ int nsa_sa_validate(const nsa_sa_args *a, nsa_sa_shape *sh) {
         }
     }
     if (all_outputs_empty(a)) { /* as the vendor: success, nothing runs */
-        sh->empty = true;
+        *empty = true;
         return ACLNN_SUCCESS;
     }
     if (strcmp(a->layout, "TND") != 0) {

@@ -9,7 +9,8 @@
 
 #define API NSA_SAG_API
 
-int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
+int nsa_sag_validate(const nsa_sag_args *a, nsa_shape *sh) {
+    memset(sh, 0, sizeof *sh);
     /* ---- required pointers ---- */
     const struct {
         const void *p;
@@ -164,6 +165,5 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
     sh->B = B;
     sh->C = C;
     sh->nbatch = nbatch;
-    sh->relaxed = relaxed;
     return ACLNN_SUCCESS;
 }
