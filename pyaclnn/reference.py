@@ -396,17 +396,22 @@ def round_half(x, dtype, ties="away"):
     x = np.asarray(x, dtype=np.float32)
     if name == "float32":
         return x.copy()
-    mant, emin, fmax = _FMT[name]
-    a = np.abs(x.astype(np.float64))
-    fin = np.isfinite(a)
-    a0 = np.where(fin, a, 0.0)
-    _, e = np.frexp(a0)
-    q = np.ldexp(1.0, np.where(a0 == 0, emin, np.maximum(e - 1, emin)) - mant)  # spacing at |x|
-    y = a0 / q                                                                  # exact
-    r = (np.floor(y + 0.5) if ties == "away" else np.rint(y)) * q
-    r = np.where(r > fmax, np.inf, r)
-    r = np.where(fin, r, a)
-    return np.copysign(r, x.astype(np.float64)).astype(np.float32)
+    if name == "bfloat16":
+        # the top 16 bits of a float32: add half of the dropped part to the magnitude
+        u = x.view(np.uint32)
+        bias = np.uint32(0x8000) if ties == "away" else np.uint32(0x7fff) + ((u >> np.uint32(16)) & np.uint32(1))
+        r = ((u + bias) & np.uint32(0xffff0000)).view(np.float32)
+        return np.where(np.isnan(x), x, r)
+    with np.errstate(over="ignore"):
+        r = x.astype(np.float16)                        # to nearest even
+    if ties == "away":
+        # a tie rounded toward zero moves one step away: |x| - |r| is exact in float32
+        fin = np.isfinite(r)
+        ar = np.where(fin, np.abs(r), np.float16(0))
+        step = np.spacing(ar).astype(np.float32)
+        tie = fin & (np.abs(x) - ar.astype(np.float32) == step / 2)
+        r = np.where(tie, r + np.copysign(step, x).astype(np.float16), r)
+    return r.astype(np.float32)
 
 
 def _cast_out(x32, dtype, ties):

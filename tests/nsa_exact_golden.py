@@ -113,41 +113,36 @@ def forward(query, key, value, topk, **kw):
     causal = kw.get("sparse_mode", 0) == 2 and kw.get("atten_mask") is not None
     J, vis = _index(q, k, topk, kw, causal)
     mv = F32(-FLT_MAX) * sc
+    heads = np.arange(N2)[:, None, None]
     out = np.zeros((T1, N1, Dv), dt)
     smax = np.zeros((T1, N1, 8), np.float32)
     ssum = np.zeros((T1, N1, 8), np.float32)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for t in range(T1):
-            for n2 in range(N2):
-                qg = q[t, n2 * G:(n2 + 1) * G]                                  # [G, D]
-                kj = k[J[t, n2], n2]                                            # [C, B, D]
-                vj = v[J[t, n2], n2]                                            # [C, B, Dv]
-                nvis = vis[t, n2].sum(-1)                                       # [C]
-                S = chain(qg[None], kj.transpose(0, 2, 1))                     # [C, G, B]
-                x = S * sc
-                vm = vis[t, n2][:, None, :]
-                m = np.where(vm, x, -np.inf).max(axis=(0, 2)).astype(np.float32)   # [G]
-                m = np.where(np.isnan(np.where(vm, x, 0)).any(axis=(0, 2)), np.nan, m).astype(np.float32)
-                nmask = int((~vis[t, n2]).sum())
-                w = np.zeros(G, np.float32)
-                if nmask:
-                    m = np.where((mv > m) | np.isnan(F32(mv)), mv, m).astype(np.float32)
-                    w = exp_ref(F32(1.0) * mv - m)
-                e = np.where(vm, exp_ref(x - m[None, :, None]), 0).astype(np.float32)
-                l = np.zeros(G, np.float32)
-                for i in range(C):
-                    if nvis[i]:
-                        l = l + lane_sum(e[i])
-                if nmask:
-                    l = l + F32(nmask) * w
-                dense = bool(np.any(w != 0))
-                P = np.where(vm, e, w[None, :, None]).astype(np.float32)
-                keep = (nvis > 0) | dense
-                P = np.where(keep[:, None, None], rnd(P / l[None, :, None], dt), 0).astype(np.float32)
-                o = chain(P.transpose(1, 0, 2).reshape(G, C * B), vj.reshape(C * B, Dv))
-                out[t, n2 * G:(n2 + 1) * G] = R._cast_out(o, dt, "even")
-                smax[t, n2 * G:(n2 + 1) * G] = m[:, None]
-                ssum[t, n2 * G:(n2 + 1) * G] = l[:, None]
+        for t in range(T1):                                                 # kv heads side by side
+            qg = q[t].reshape(N2, 1, G, D)
+            kj, vj = k[J[t], heads], v[J[t], heads]                          # [N2, C, B, D|Dv]
+            vt = vis[t]                                                      # [N2, C, B]
+            nvis = vt.sum(-1)                                                # [N2, C]
+            x = chain(qg, kj.transpose(0, 1, 3, 2)) * sc                     # [N2, C, G, B]
+            vm = vt[:, :, None, :]
+            m = np.where(vm, x, -np.inf).max(axis=(1, 3)).astype(np.float32)  # [N2, G]
+            m = np.where(np.isnan(np.where(vm, x, 0)).any(axis=(1, 3)), np.nan, m).astype(np.float32)
+            nmask = (~vt).sum(axis=(1, 2))[:, None]                          # [N2, 1]
+            m = np.where((nmask > 0) & ((mv > m) | np.isnan(F32(mv))), mv, m).astype(np.float32)
+            w = np.where(nmask > 0, exp_ref(F32(1.0) * mv - m), 0).astype(np.float32)
+            e = np.where(vm, exp_ref(x - m[:, None, :, None]), 0).astype(np.float32)
+            l = np.zeros((N2, G), np.float32)
+            for i in range(C):
+                l = l + np.where(nvis[:, i:i + 1] > 0, lane_sum(e[:, i]), 0).astype(np.float32)
+            l = np.where(nmask > 0, l + nmask.astype(np.float32) * w, l).astype(np.float32)
+            dense = np.any(w != 0, axis=1)                                   # [N2]
+            P = np.where(vm, e, w[:, None, :, None]).astype(np.float32)
+            keep = (nvis > 0) | dense[:, None]
+            P = np.where(keep[:, :, None, None], rnd(P / l[:, None, :, None], dt), 0).astype(np.float32)
+            o = chain(P.transpose(0, 2, 1, 3).reshape(N2, G, C * B), vj.reshape(N2, C * B, Dv))
+            out[t] = R._cast_out(o.reshape(N1, Dv), dt, "even")
+            smax[t] = m.reshape(N1, 1)
+            ssum[t] = l.reshape(N1, 1)
     return out, smax, ssum
 
 
@@ -164,35 +159,33 @@ def grad(query, key, value, attention_out, attention_out_grad, softmax_max, soft
     B, C = kw["selected_block_size"], kw["selected_block_count"]
     sc = F32(kw["scale_value"])
     J, vis = _index(q, k, topk, kw, kw.get("sparse_mode", 0) == 2)
-    mx = np.asarray(softmax_max, np.float32)[..., 0]
-    sm = np.asarray(softmax_sum, np.float32)[..., 0]
+    mx = np.asarray(softmax_max, np.float32)[..., 0].reshape(T1, N2, 1, G, 1)
+    sm = np.asarray(softmax_sum, np.float32)[..., 0].reshape(T1, N2, 1, G, 1)
     dsum = np.zeros((T1, N1), np.float64)
     for d in range(Dv):
         dsum = dsum + do[..., d].astype(np.float64) * o[..., d].astype(np.float64)
-    dsum = dsum.astype(np.float32)
-    dq = np.zeros((T1, N1, D), np.float32)
+    dsum = dsum.astype(np.float32).reshape(T1, N2, 1, G, 1)
+    q4, do4 = q.reshape(T1, N2, G, D), do.reshape(T1, N2, G, Dv)
+    heads = np.arange(N2)
+    dq = np.zeros((T1, N2, G, D), np.float32)
     dk = np.zeros((T2, N2, D), np.float32)
     dv = np.zeros((T2, N2, Dv), np.float32)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for t in range(T1):
-            for n2 in range(N2):
-                h = slice(n2 * G, (n2 + 1) * G)
-                kj, vj = k[J[t, n2], n2], v[J[t, n2], n2]                     # [C, B, D|Dv]
-                S = chain(q[t, h][None], kj.transpose(0, 2, 1))               # [C, G, B]
-                dP = chain(do[t, h][None], vj.transpose(0, 2, 1))
-                m, l, ds_ = mx[t, h][None, :, None], sm[t, h][None, :, None], dsum[t, h][None, :, None]
-                ok = vis[t, n2][:, None, :] & (l != 0)
-                p = exp_ref(S * sc - m) / l
-                ds = p * (dP - ds_)
-                P16 = np.where(ok, rnd(p, dt), 0).astype(np.float32)
-                dS16 = np.where(ok, rnd(ds, dt), 0).astype(np.float32)
-                dq[t, h] = chain(dS16.transpose(1, 0, 2).reshape(G, C * B), kj.reshape(C * B, D))
-                for i in range(C):
-                    if not vis[t, n2, i].any():
-                        continue                                             # skipped pair (adds 0)
-                    rows = J[t, n2, i]
-                    for g in range(G):
-                        dk[rows, n2] = dk[rows, n2] + dS16[i, g][:, None] * q[t, n2 * G + g][None]
-                        dv[rows, n2] = dv[rows, n2] + P16[i, g][:, None] * do[t, n2 * G + g][None]
+        for t in range(T1):                                                 # kv heads side by side
+            kj, vj = k[J[t], heads[:, None, None]], v[J[t], heads[:, None, None]]   # [N2, C, B, D|Dv]
+            S = chain(q4[t][:, None], kj.transpose(0, 1, 3, 2))                     # [N2, C, G, B]
+            dP = chain(do4[t][:, None], vj.transpose(0, 1, 3, 2))
+            ok = vis[t][:, :, None, :] & (sm[t] != 0)
+            p = exp_ref(S * sc - mx[t]) / sm[t]
+            ds = p * (dP - dsum[t])
+            P16 = np.where(ok, rnd(p, dt), 0).astype(np.float32)
+            dS16 = np.where(ok, rnd(ds, dt), 0).astype(np.float32)
+            dq[t] = chain(dS16.transpose(0, 2, 1, 3).reshape(N2, G, C * B), kj.reshape(N2, C * B, D))
+            for i in range(C):                 # pairs in (t, i) order; a skipped pair adds exact zeros
+                rows = (J[t, :, i], heads[:, None])                                  # [N2, B]
+                for g in range(G):
+                    dk[rows] = dk[rows] + dS16[:, i, g][..., None] * q4[t, :, g][:, None, :]
+                    dv[rows] = dv[rows] + P16[:, i, g][..., None] * do4[t, :, g][:, None, :]
         dq, dk = dq * sc, dk * sc
-    return (R._cast_out(dq, odt, "away"), R._cast_out(dk, odt, "away"), R._cast_out(dv, odt, "away"))
+    return (R._cast_out(dq.reshape(T1, N1, D), odt, "away"), R._cast_out(dk, odt, "away"),
+            R._cast_out(dv, odt, "away"))
