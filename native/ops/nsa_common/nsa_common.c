@@ -6,8 +6,75 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+#include <stdio.h>
+
 #include "common/pa_half.h"
 #include "meta/pa_handles.h"
+#include "runtime/pa_threadpool.h"
+
+int nsa_check_required(const char *api, int status, const nsa_named *list, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].p == NULL) return pa_fail(status, "%s: %s must not be NULL", api, list[i].name);
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_tensors(const char *api, const nsa_named *list, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const int rc = nsa_check_tensor(api, list[i].p, list[i].name, 3);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_outputs_no_overlap(const char *api, const nsa_named *list, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const int rc = nsa_check_no_overlap(api, list[i].p, list[i].name);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_dtypes(const char *api, const nsa_named *list, size_t n, aclDataType want, const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        const aclDataType dt = ((const aclTensor *)list[i].p)->dtype;
+        if (dt != want) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must %s, got %s", api, list[i].name, what,
+                           pa_dtype_name(dt));
+        }
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_input_dtypes(const char *api, const aclTensor *query, const nsa_named *same, size_t n, bool relaxed) {
+    const aclDataType idt = query->dtype;
+    if (!(nsa_is_half(idt) || (relaxed && idt == ACL_FLOAT))) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: query must be FLOAT16 or BFLOAT16%s, got %s", api,
+                       relaxed ? " (or FLOAT in relaxed mode)" : "", pa_dtype_name(idt));
+    }
+    char same_as_q[64];
+    snprintf(same_as_q, sizeof same_as_q, "have the dtype of query (%s)", pa_dtype_name(idt));
+    return nsa_check_dtypes(api, same, n, idt, same_as_q);
+}
+
+int nsa_check_seq_pair(const char *api, const aclIntArray *seq_q, const aclIntArray *seq_kv, int64_t T1, int64_t T2,
+                       uint64_t max_batch) {
+    if (seq_q->size != seq_kv->size) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: actualSeqQLenOptional and actualSeqKvLenOptional must have equal lengths, got %llu "
+                       "and %llu",
+                       api, (unsigned long long)seq_q->size, (unsigned long long)seq_kv->size);
+    }
+    if (max_batch > 0 && seq_q->size > max_batch) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: the batch count (length of actualSeqQLenOptional) must be <= %llu, got %llu", api,
+                       (unsigned long long)max_batch, (unsigned long long)seq_q->size);
+    }
+    const int rc = nsa_check_seq(api, seq_q, "actualSeqQLenOptional", T1, "T1");
+    if (rc != ACLNN_SUCCESS) return rc;
+    return nsa_check_seq(api, seq_kv, "actualSeqKvLenOptional", T2, "T2");
+}
 
 bool nsa_relaxed_mode(void) {
     const char *e = getenv("PYACLNN_NSA_RELAXED");
@@ -78,6 +145,14 @@ int nsa_check_shape3(const char *api, const aclTensor *t, const char *name, cons
     pa_shape_str(t->dims, 3, got, sizeof got);
     pa_shape_str(want, 3, exp, sizeof exp);
     return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have shape %s (%s), got %s", api, name, exp, rule, got);
+}
+
+int nsa_check_shapes(const char *api, const nsa_shape_rule *rules, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const int rc = nsa_check_shape3(api, rules[i].t, rules[i].name, rules[i].want, rules[i].rule);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    return ACLNN_SUCCESS;
 }
 
 int nsa_check_attrs(const char *api, int64_t B, int64_t C, int64_t sparse_mode, bool relaxed, int64_t max_count,
@@ -237,6 +312,13 @@ int nsa_precision_mode(const char *api, nsa_precision *mode) {
                    "%s: the environment variable PYACLNN_NSA_PRECISION must be \"npu\" (the default: P and dS "
                    "rounded to the input dtype, as the NPU) or \"high\" (P and dS in fp32), got \"%.32s\"",
                    api, e);
+}
+
+nsa_shape nsa_shape_of(int64_t T1, int64_t T2, int64_t N1, int64_t N2, int64_t D, int64_t Dv, int64_t B, int64_t C,
+                       int64_t nbatch) {
+    const nsa_shape sh = {.T1 = T1, .T2 = T2, .N1 = N1, .N2 = N2, .G = N1 / N2, .D = D, .Dv = Dv, .B = B, .C = C,
+                          .nbatch = nbatch};
+    return sh;
 }
 
 bool nsa_shape_finish(nsa_shape *sh) {
@@ -464,10 +546,6 @@ int nsa_index_topk(const char *api, const pa_tview *tv, const int64_t *seq_q, co
     return ACLNN_SUCCESS;
 }
 
-size_t nsa_pack_scratch_bytes(const nsa_shape *sh) {
-    const int64_t w = sh->D > sh->Dv ? sh->D : sh->Dv;
-    return (size_t)(sh->B * (sh->Dp + sh->Dv) + w * sh->Bp) * sizeof(float);
-}
 
 /* dst rows d < n of Bp values: column r = src[r*ld + d] (r < B), zeros to Bp */
 static void store_transposed(char *dst, int btype, int64_t esize, const float *src, int64_t ld, int64_t n, int64_t B,
@@ -478,7 +556,7 @@ static void store_transposed(char *dst, int btype, int64_t esize, const float *s
     }
 }
 
-void nsa_pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
+static void pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
     const nsa_shape *sh = &pk->core->sh;
     const int bt = pk->core->btype;
     const int64_t es = pk->core->esize;
@@ -494,4 +572,29 @@ void nsa_pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
     }
     store_transposed(pk->kt + it * D * Bp * es, bt, es, k, Dp, D, B, Bp, col);
     if (pk->vt != NULL) store_transposed(pk->vt + it * Dv * Bp * es, bt, es, vrow, Dv, Dv, B, Bp, col);
+}
+
+typedef struct pack_job {
+    const nsa_kv_pack *pk;
+    atomic_int oom;
+} pack_job;
+
+/* items: (n2, key block); scratch: B*(Dp + Dv) + max(D, Dv)*Bp floats */
+static void pack_range(void *ctx, int64_t begin, int64_t end) {
+    pack_job *j = ctx;
+    const nsa_shape *sh = &j->pk->core->sh;
+    const int64_t w = sh->D > sh->Dv ? sh->D : sh->Dv;
+    float *scr = pa_thread_scratch((size_t)(sh->B * (sh->Dp + sh->Dv) + w * sh->Bp) * sizeof(float));
+    if (scr == NULL) {
+        atomic_store(&j->oom, 1);
+        return;
+    }
+    for (int64_t it = begin; it < end; it++) pack_kv_block(j->pk, it, scr);
+}
+
+bool nsa_pack_kv(const nsa_kv_pack *pk) {
+    pack_job j = {.pk = pk};
+    atomic_init(&j.oom, 0);
+    pa_parallel_for(pk->core->sh.N2 * pk->core->sh.NB, 1, pack_range, &j);
+    return atomic_load(&j.oom) == 0;
 }

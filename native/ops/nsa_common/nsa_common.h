@@ -38,6 +38,9 @@ typedef struct nsa_core {
     size_t seq_q_off, seq_kv_off; /* byte offsets of the cumulative lengths in the blob */
 } nsa_core;
 
+/* The validated problem (G = N1 / N2; padded sizes by nsa_shape_finish). */
+nsa_shape nsa_shape_of(int64_t T1, int64_t T2, int64_t N1, int64_t N2, int64_t D, int64_t Dv, int64_t B, int64_t C,
+                       int64_t nbatch);
 /* Fills the padded sizes of *sh (validators set the rest); false if NB > INT32_MAX. */
 bool nsa_shape_finish(nsa_shape *sh);
 /* The core for a validated shape and input dtype: scale, precision (from the
@@ -60,6 +63,25 @@ int nsa_run_begin(const char *api, const void *plan, const nsa_core *core, const
 
 /* ---- validation (GetWorkspaceSize); each returns 0 or a status after pa_fail ---- */
 
+/* A named argument, for the list checks below (each op keeps its own order). */
+typedef struct nsa_named {
+    const void *p;      /* a tensor, array, string or output pointer */
+    const char *name;
+} nsa_named;
+/* The first NULL of list[0..n): `status` (the op's NULL code) naming it. */
+int nsa_check_required(const char *api, int status, const nsa_named *list, size_t n);
+/* nsa_check_tensor on the tensors list[0..n) (rank 3). */
+int nsa_check_tensors(const char *api, const nsa_named *list, size_t n);
+/* nsa_check_no_overlap on the output tensors list[0..n). */
+int nsa_check_outputs_no_overlap(const char *api, const nsa_named *list, size_t n);
+/* Every tensor of list[0..n) has dtype `want`; `what` describes it ("the dtype of query (X)" / "FLOAT"). */
+int nsa_check_dtypes(const char *api, const nsa_named *list, size_t n, aclDataType want, const char *what);
+/* query FLOAT16 / BFLOAT16 (relaxed: or FLOAT), then every tensor of same[0..n) of query's dtype. */
+int nsa_check_input_dtypes(const char *api, const aclTensor *query, const nsa_named *same, size_t n, bool relaxed);
+/* actualSeqQLen / actualSeqKvLen: equal lengths, at most max_batch (0: no limit), cumulative to T1 / T2. */
+int nsa_check_seq_pair(const char *api, const aclIntArray *seq_q, const aclIntArray *seq_kv, int64_t T1, int64_t T2,
+                       uint64_t max_batch);
+
 /* PYACLNN_NSA_RELAXED=1, read at each call. */
 bool nsa_relaxed_mode(void);
 bool nsa_is_half(aclDataType dt);
@@ -67,6 +89,15 @@ bool nsa_is_half(aclDataType dt);
 int nsa_check_tensor(const char *api, const aclTensor *t, const char *name, int32_t rank);
 /* Output views whose elements may share an address (several writers). */
 int nsa_check_no_overlap(const char *api, const aclTensor *t, const char *name);
+/* One expected shape: t->dims must equal want; `rule` explains it. */
+typedef struct nsa_shape_rule {
+    const aclTensor *t;
+    const char *name;
+    int64_t want[3];
+    const char *rule;
+} nsa_shape_rule;
+/* nsa_check_shape3 on rules[0..n), in order. */
+int nsa_check_shapes(const char *api, const nsa_shape_rule *rules, size_t n);
 /* t->dims must equal want[0..2]; `rule` explains want. */
 int nsa_check_shape3(const char *api, const aclTensor *t, const char *name, const int64_t want[3],
                      const char *rule);
@@ -136,8 +167,7 @@ typedef struct nsa_kv_pack {
     char *vt;      /* V^T blocks [N2*NB][Dv][Bp], or NULL */
     char *vrows;   /* V rows [N2][T2][Dvp], or NULL */
 } nsa_kv_pack;
-/* Packs block `it` = n2*NB + kb; scratch holds B*(Dp + Dv) + max(D, Dv)*Bp floats. */
-void nsa_pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch);
-size_t nsa_pack_scratch_bytes(const nsa_shape *sh);
+/* Packs every (n2, key block) in parallel; false if kernel scratch ran out. */
+bool nsa_pack_kv(const nsa_kv_pack *pk);
 
 #endif

@@ -38,19 +38,6 @@ typedef struct nsa_fctx {
     atomic_int oom;
 } nsa_fctx;
 
-static void pack_kv(void *ctx, int64_t begin, int64_t end) {
-    nsa_fctx *x = ctx;
-    const nsa_sa_plan *p = x->p;
-    float *scr = pa_thread_scratch(nsa_pack_scratch_bytes(&p->core.sh));
-    if (scr == NULL) {
-        atomic_store(&x->oom, 1);
-        return;
-    }
-    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .krows = NULL, .kt = x->kt, .vt = NULL,
-                            .vrows = x->vrows};
-    for (int64_t it = begin; it < end; it++) nsa_pack_kv_block(&pk, it, scr);
-}
-
 static size_t align64(size_t n) { return (n + 63u) & ~(size_t)63u; }
 
 /* Per-thread scratch of one (token, n2) item. */
@@ -215,8 +202,9 @@ int nsa_sa_run(const void *plan, void *workspace, uint64_t workspace_size) {
     x.kt = ws + p->off_kt;
     x.vrows = ws + p->off_vrows;
 
-    pa_parallel_for(sh->N2 * sh->NB, 1, pack_kv, &x);
-    if (atomic_load(&x.oom)) return oom_fail();
+    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .krows = NULL, .kt = x.kt, .vt = NULL,
+                            .vrows = x.vrows};
+    if (!nsa_pack_kv(&pk)) return oom_fail();
 
     /* items (token, n2); chunks of about 2^20 multiply-adds, independent of the thread count */
     const int64_t work = PA_MAX((int64_t)1, sh->G * sh->C * sh->Bp * (sh->Dp + sh->Dvp));

@@ -87,20 +87,6 @@ static void pack_tokens(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-/* items: (n2, key block) */
-static void pack_kv(void *ctx, int64_t begin, int64_t end) {
-    nsa_ctx *x = ctx;
-    const nsa_sag_plan *p = x->p;
-    float *scr = pa_thread_scratch(nsa_pack_scratch_bytes(&p->core.sh));
-    if (scr == NULL) {
-        atomic_store(&x->oom, 1);
-        return;
-    }
-    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .krows = x->krows, .kt = x->kt, .vt = x->vt,
-                            .vrows = NULL};
-    for (int64_t it = begin; it < end; it++) nsa_pack_kv_block(&pk, it, scr);
-}
-
 /* ---- step 3: pass 1 of the current tile ---- */
 
 /* Number of visible keys of block `lb` (batch-local block number) for query
@@ -305,8 +291,9 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
     x.cnt = (int64_t *)(void *)(ws + p->off_cnt);
     x.ent = (uint32_t *)(void *)(ws + p->off_ent);
 
-    pa_parallel_for(sh->N2 * sh->NB, 1, pack_kv, &x);
-    if (atomic_load(&x.oom)) return oom_fail();
+    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .krows = x.krows, .kt = x.kt, .vt = x.vt,
+                            .vrows = NULL};
+    if (!nsa_pack_kv(&pk)) return oom_fail();
 
     const int64_t row_elems = sh->N1 * (sh->D + 2 * sh->Dv);
     const int64_t tgrain = PA_MAX((int64_t)1, (int64_t)16384 / PA_MAX((int64_t)1, row_elems));
