@@ -93,7 +93,7 @@ typedef struct nsa_kernels {
  * tier runs the AVX2 kernels (see nsa_config.c). */
 nsa_kernels nsa_kernels_select(pa_isa isa);
 
-/* Scalar precision rule (the oracle of the SIMD versions). */
+/* Scalar precision rule (the oracle of the SIMD versions; inline in nsa_round.h). */
 float nsa_round_scalar(float x, int rnd);
 
 /* Shared front of the GEMMs: finishes g itself when there is nothing to

@@ -6,26 +6,11 @@
 
 #include "common/pa_half.h"
 #include "kernels/nsa/nsa.h"
+#include "kernels/nsa/nsa_round.h"
 
 /* ---- the precision rule ---- */
 
-float nsa_round_scalar(float x, int rnd) {
-    if (rnd == NSA_ROUND_NONE) return x;
-    const uint32_t u = pa_f32_bits(x);
-    const uint32_t a = u & 0x7fffffffu, s = u & 0x80000000u;
-    if (a > 0x7f800000u) return pa_bits_f32(0x7fc00000u); /* the default NaN */
-    if (rnd == NSA_ROUND_BF16) return pa_bits_f32((u + 0x8000u) & 0xffff0000u);
-    if (a >= 0x38800000u) { /* >= 2^-14: an fp16 normal, or overflow */
-        uint32_t r = (a + 0x1000u) & ~(uint32_t)0x1fffu;
-        if (r > 0x477fe000u) r = 0x7f800000u; /* beyond 65504: inf */
-        return pa_bits_f32(s | r);
-    }
-    /* fp16 subnormal range: multiples of 2^-24 */
-    const float y = pa_bits_f32(a) * 16777216.0f; /* exact, < 1024 */
-    const float t = truncf(y);
-    const float r = t + (y - t >= 0.5f ? 1.0f : 0.0f);
-    return pa_bits_f32(s | pa_f32_bits(r * 5.9604644775390625e-8f));
-}
+float nsa_round_scalar(float x, int rnd) { return nsa_round_inline(x, rnd); }
 
 /* ---- GEMM: one fmaf chain per output element ---- */
 
@@ -114,8 +99,8 @@ void nsa_pgrad_scalar(float *sp, float *dpds, int64_t n, int64_t nvis, float sca
         const float x = scale * sp[c] - m;
         const float p = exp_ref(x) / l;
         const float ds = p * (dpds[c] - dsum);
-        sp[c] = nsa_round_scalar(p, rnd);
-        dpds[c] = nsa_round_scalar(ds, rnd);
+        sp[c] = nsa_round_inline(p, rnd);
+        dpds[c] = nsa_round_inline(ds, rnd);
     }
     for (int64_t c = nvis; c < n; c++) {
         sp[c] = 0.0f;
@@ -154,5 +139,5 @@ float nsa_expsum_scalar(float *s, int64_t n, float scale, float m) {
 }
 
 void nsa_normround_scalar(float *x, int64_t n, float l, int rnd) {
-    for (int64_t c = 0; c < n; c++) x[c] = nsa_round_scalar(x[c] / l, rnd);
+    for (int64_t c = 0; c < n; c++) x[c] = nsa_round_inline(x[c] / l, rnd);
 }

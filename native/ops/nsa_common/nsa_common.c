@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "common/pa_half.h"
+#include "kernels/nsa/nsa_round.h"
 #include "meta/pa_handles.h"
 #include "runtime/pa_threadpool.h"
 
@@ -480,20 +481,32 @@ void nsa_read_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, float *d
     for (int64_t j = 0; j < n; j++) dst[j] = load_elem(v, off + j * st);
 }
 
+/* the output cast: rnd (ties away) or nearest even, the default NaN for NaN */
+static inline float out_value(float f, int rnd) {
+    f = nsa_round_inline(f, rnd); /* exact in the output dtype when rounded */
+    return f != f ? pa_bits_f32(0x7fc00000u) : f;
+}
+
 void nsa_write_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, const float *src, float mul, int away) {
     const int64_t off = v->offset + i0 * v->strides[0] + i1 * v->strides[1];
     const int64_t st = v->strides[2];
     char *base = (char *)v->base;
-    const int rnd = !away ? NSA_ROUND_NONE : v->dtype == ACL_FLOAT16 ? NSA_ROUND_F16 : v->dtype == ACL_BF16 ? NSA_ROUND_BF16 : NSA_ROUND_NONE;
-    for (int64_t j = 0; j < n; j++) {
-        float f = nsa_round_scalar(src[j] * mul, rnd); /* exact in v's dtype when rounded */
-        if (f != f) f = pa_bits_f32(0x7fc00000u);    /* the default NaN */
-        char *dst = base + (off + j * st) * (v->dtype == ACL_FLOAT ? 4 : 2);
-        if (v->dtype == ACL_FLOAT) {
-            memcpy(dst, &f, 4);
-        } else {
-            const uint16_t h = v->dtype == ACL_FLOAT16 ? pa_f32_to_f16(f) : pa_f32_to_bf16(f);
-            memcpy(dst, &h, 2);
+    if (v->dtype == ACL_FLOAT) {
+        for (int64_t j = 0; j < n; j++) {
+            const float f = out_value(src[j] * mul, NSA_ROUND_NONE);
+            memcpy(base + (off + j * st) * 4, &f, 4);
+        }
+    } else if (v->dtype == ACL_FLOAT16) {
+        const int rnd = away ? NSA_ROUND_F16 : NSA_ROUND_NONE;
+        for (int64_t j = 0; j < n; j++) {
+            const uint16_t h = pa_f32_to_f16(out_value(src[j] * mul, rnd));
+            memcpy(base + (off + j * st) * 2, &h, 2);
+        }
+    } else {
+        const int rnd = away ? NSA_ROUND_BF16 : NSA_ROUND_NONE;
+        for (int64_t j = 0; j < n; j++) {
+            const uint16_t h = pa_f32_to_bf16(out_value(src[j] * mul, rnd));
+            memcpy(base + (off + j * st) * 2, &h, 2);
         }
     }
 }
@@ -506,9 +519,13 @@ void nsa_store_b(void *dst, int btype, const float *src, int64_t n, int64_t npad
         return;
     }
     uint16_t *d = dst;
+    if (btype == NSA_B_F16) {
+        for (int64_t j = 0; j < npad; j++) d[j] = j < n ? pa_f32_to_f16(src[j]) : 0;
+        return;
+    }
     for (int64_t j = 0; j < npad; j++) {
-        const float f = j < n ? src[j] : 0.0f;
-        d[nsa_b_slot(btype, j)] = btype == NSA_B_F16 ? pa_f32_to_f16(f) : pa_f32_to_bf16(f);
+        /* exact: the values came from bf16 */
+        d[nsa_b_slot(NSA_B_BF16, j)] = j < n ? (uint16_t)(pa_f32_bits(src[j]) >> 16) : 0;
     }
 }
 
