@@ -515,10 +515,10 @@ def nsa_selected_attention_grad_npu(query, key, value, attention_out, attention_
     dq = np.zeros((T1, N2, G, D), np.float32)
     dk = np.zeros((T2, N2, D), np.float32)
     dv = np.zeros((T2, N2, Dv), np.float32)
-    heads = np.arange(N2)
+    heads = np.arange(N2)[:, None]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for t in range(T1):
-            kj, vj = k[J[t], heads[:, None]], v[J[t], heads[:, None]]    # [N2, L, D]
+            kj, vj = k[J[t], heads], v[J[t], heads]                      # [N2, L, D]
             S = np.matmul(q4[t], kj.transpose(0, 2, 1)) * sc             # [N2, G, L]
             w = vis[t][:, None, :] & (l[t] != 0)
             P = np.where(w, np.exp(np.where(w, S - m[t], -np.inf)) / l[t], np.float32(0))
@@ -526,9 +526,13 @@ def nsa_selected_attention_grad_npu(query, key, value, attention_out, attention_
             dS = np.where(w, P * (dP - dsum[t]), np.float32(0))
             P16, dS16 = round_half(P, dt, ties), round_half(dS, dt, ties)
             dq[t] = np.matmul(dS16, kj)
-            for n2 in range(N2):
-                np.add.at(dk[:, n2], J[t, n2], np.matmul(dS16[n2].T, q4[t, n2]))
-                np.add.at(dv[:, n2], J[t, n2], np.matmul(P16[n2].T, do4[t, n2]))
+            gk = np.matmul(dS16.transpose(0, 2, 1), q4[t])               # [N2, L, D]
+            gv = np.matmul(P16.transpose(0, 2, 1), do4[t])
+            for i in range(C):        # one selected block at a time: its rows are distinct
+                cols = slice(i * B, (i + 1) * B)
+                rows = (J[t][:, cols], heads)
+                dk[rows] += gk[:, cols]
+                dv[rows] += gv[:, cols]
         dq, dk = dq * sc, dk * sc
     return (_cast_out(dq.reshape(T1, N1, D), odt, ties), _cast_out(dk, odt, ties),
             _cast_out(dv, odt, ties))
