@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A white-box test may define this to run its own code after each change of
+ * the registry, with the lock released (tests/c/test_vmm_race.c). */
+#ifndef PA_MEMREG_AFTER_CHANGE
+#define PA_MEMREG_AFTER_CHANGE() ((void)0)
+#endif
+
 typedef struct range_map {
     pthread_mutex_t mu;
     pa_mem_range *ranges; /* sorted by base, non-overlapping */
@@ -53,6 +59,30 @@ static const pa_mem_range *find_locked(const range_map *m, uintptr_t p) {
     return contains(r, p) ? r : NULL;
 }
 
+/* Room for `need` ranges (the table doubles from 256). False: out of host
+ * memory, nothing changed. Lock held. */
+static bool reserve_locked(range_map *m, size_t need) {
+    if (need <= m->cap) return true;
+    size_t ncap = m->cap ? m->cap : 256;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2 / sizeof *m->ranges) return false;
+        ncap *= 2;
+    }
+    pa_mem_range *nr = realloc(m->ranges, ncap * sizeof *nr);
+    if (nr == NULL) return false;
+    m->ranges = nr;
+    m->cap = ncap;
+    return true;
+}
+
+/* Inserts r (which overlaps nothing) in order. Lock held, room reserved. */
+static void insert_locked(range_map *m, const pa_mem_range *r) {
+    const size_t i = upper_bound(m, r->base);
+    memmove(&m->ranges[i + 1], &m->ranges[i], (m->n - i) * sizeof *m->ranges);
+    m->ranges[i] = *r;
+    m->n++;
+}
+
 bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, int device, pa_mem_range *clash) {
     if (clash != NULL) memset(clash, 0, sizeof *clash);
     if (size == 0 || base > UINTPTR_MAX - (size - 1)) return false;
@@ -68,20 +98,13 @@ bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, int device, pa
     } else if (above != NULL && above->base <= last) {
         if (clash != NULL) *clash = *above;
     } else {
-        if (m->n == m->cap) {
-            size_t ncap = m->cap ? m->cap * 2 : 256;
-            pa_mem_range *nr = realloc(m->ranges, ncap * sizeof *nr);
-            if (nr == NULL) goto out;
-            m->ranges = nr;
-            m->cap = ncap;
-        }
-        memmove(&m->ranges[i + 1], &m->ranges[i], (m->n - i) * sizeof *m->ranges);
-        m->ranges[i] = (pa_mem_range){base, size, kind, device};
-        m->n++;
+        if (!reserve_locked(m, m->n + 1)) goto out;
+        insert_locked(m, &(pa_mem_range){base, size, kind, device});
         ok = true;
     }
 out:
     pthread_mutex_unlock(&m->mu);
+    if (ok) PA_MEMREG_AFTER_CHANGE();
     return ok;
 }
 
@@ -97,7 +120,65 @@ bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, pa_mem_range *out) {
         found = true;
     }
     pthread_mutex_unlock(&m->mu);
+    if (found) PA_MEMREG_AFTER_CHANGE();
     return found;
+}
+
+static bool same_range(const pa_mem_range *a, const pa_mem_range *b) {
+    return a->base == b->base && a->size == b->size && a->kind == b->kind && a->device == b->device;
+}
+
+/* n ranges sorted by base, each non-empty, not wrapping, not overlapping the next. */
+static bool sorted_disjoint(const pa_mem_range *r, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].size == 0 || r[i].base > UINTPTR_MAX - (r[i].size - 1)) return false;
+        if (i + 1 < n && (r[i + 1].base <= r[i].base || r[i + 1].base - r[i].base < r[i].size)) return false;
+    }
+    return true;
+}
+
+bool pa_memreg_replace(const pa_mem_range *from, size_t nfrom, const pa_mem_range *to, size_t nto,
+                       pa_mem_range *clash) {
+    if (clash != NULL) memset(clash, 0, sizeof *clash);
+    for (size_t i = 0; i < nfrom; i++) {
+        if (!pa_mem_kind_device_accessible(from[i].kind)) return false;
+    }
+    for (size_t i = 0; i < nto; i++) {
+        if (!pa_mem_kind_device_accessible(to[i].kind)) return false;
+    }
+    if (!sorted_disjoint(from, nfrom) || !sorted_disjoint(to, nto)) return false;
+    range_map *m = &g_device;
+    bool ok = false;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < nfrom; i++) { /* each one live, as given */
+        const size_t j = upper_bound(m, from[i].base);
+        if (j == 0 || !same_range(&m->ranges[j - 1], &from[i])) goto out;
+    }
+    for (size_t i = 0; i < nto; i++) { /* overlapping nothing that stays */
+        const uintptr_t last = to[i].base + (to[i].size - 1);
+        size_t j = upper_bound(m, to[i].base);
+        if (j > 0 && contains(&m->ranges[j - 1], to[i].base)) j--;
+        for (; j < m->n && m->ranges[j].base <= last; j++) {
+            bool leaving = false;
+            for (size_t k = 0; k < nfrom && !leaving; k++) leaving = same_range(&m->ranges[j], &from[k]);
+            if (!leaving) {
+                if (clash != NULL) *clash = m->ranges[j];
+                goto out;
+            }
+        }
+    }
+    if (!reserve_locked(m, m->n - nfrom + nto)) goto out;
+    for (size_t i = nfrom; i-- > 0;) {
+        const size_t j = upper_bound(m, from[i].base) - 1;
+        memmove(&m->ranges[j], &m->ranges[j + 1], (m->n - j - 1) * sizeof *m->ranges);
+        m->n--;
+    }
+    for (size_t i = 0; i < nto; i++) insert_locked(m, &to[i]);
+    ok = true;
+out:
+    pthread_mutex_unlock(&m->mu);
+    if (ok) PA_MEMREG_AFTER_CHANGE();
+    return ok;
 }
 
 bool pa_memreg_find(uintptr_t p, pa_mem_range *out) {

@@ -7,7 +7,8 @@
  * but, as in CANN, a kernel may use them only after aclrtHostRegister.
  *
  * Lookups are O(log n) under one mutex; used by aclrtFree*, the launch-time
- * address check of every tensor (meta/executor.c) and the host-register API. */
+ * address check of every tensor (meta/executor.c) and the host-register API.
+ * Each call below is atomic for the others. */
 #ifndef PA_MEMREG_H
 #define PA_MEMREG_H
 
@@ -40,6 +41,16 @@ bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, int device, pa
 /* Removes the range of `kind` that starts exactly at base; it goes to *out
  * (may be NULL). False if there is none. */
 bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, pa_mem_range *out);
+/* Replaces the live ranges from[0..nfrom) (each matched exactly: base, size,
+ * kind, device) by to[0..nto) in one step, so no reader sees a state in
+ * between (aclrtMapMem / aclrtUnmapMem merging and splitting the ranges of
+ * adjacent mappings). Both lists sorted by base, non-overlapping, of
+ * device-accessible kinds. All or nothing: false, the registry unchanged, if a
+ * `from` range is not live, a `to` range overlaps a live range that stays
+ * (*clash gets it, when clash != NULL), or host memory runs out (clash->size
+ * == 0 then). */
+bool pa_memreg_replace(const pa_mem_range *from, size_t nfrom, const pa_mem_range *to, size_t nto,
+                       pa_mem_range *clash);
 /* The live range containing address p (any kind). */
 bool pa_memreg_find(uintptr_t p, pa_mem_range *out);
 /* The live range of `kind` containing p. */

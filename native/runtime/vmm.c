@@ -306,40 +306,31 @@ static void run_bounds(const pa_resv *r, uintptr_t va, uintptr_t end, int device
     *hi = end;
 }
 
-/* Up to two registry ranges [lo, hi) of one device; empty ones (lo == hi) are skipped. */
+/* The registry's ranges for a run [lo, hi) of one device's mappings that
+ * holds the chunk [va, end): the whole run, or the sides left around the
+ * chunk without it (empty ones left out). Mapping the chunk replaces its sides
+ * by the run, unmapping it the run by its sides, in one registry step
+ * (pa_memreg_replace), so launches on the rest of the run never miss it. */
 typedef struct {
-    struct {
-        uintptr_t lo, hi;
-    } r[2];
-    int device;
-} ranges2;
+    pa_mem_range r[2];
+    size_t n;
+} run_ranges;
 
-static void reg_remove(const ranges2 *x) {
-    for (int i = 0; i < 2; i++) {
-        if (x->r[i].lo < x->r[i].hi) pa_memreg_remove(x->r[i].lo, PA_MEM_VIRTUAL_MAPPED, NULL);
-    }
+static void run_push(run_ranges *x, uintptr_t lo, uintptr_t hi, int device) {
+    if (lo < hi) x->r[x->n++] = (pa_mem_range){lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, device};
 }
 
-/* Adds x's ranges; all or none (false: out of host memory). */
-static bool reg_add(const ranges2 *x) {
-    for (int i = 0; i < 2; i++) {
-        const uintptr_t lo = x->r[i].lo, hi = x->r[i].hi;
-        if (lo < hi && !pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, x->device, NULL)) {
-            if (i == 1 && x->r[0].lo < x->r[0].hi) pa_memreg_remove(x->r[0].lo, PA_MEM_VIRTUAL_MAPPED, NULL);
-            return false;
-        }
-    }
-    return true;
+static run_ranges run_whole(uintptr_t lo, uintptr_t hi, int device) {
+    run_ranges x = {.n = 0};
+    run_push(&x, lo, hi, device);
+    return x;
 }
 
-/* Replaces the registry ranges `from` by `to`, or (false: out of host memory)
- * leaves `from` registered. Removing first, so the adds reuse the room just
- * freed and the registry never lists memory that is not mapped. */
-static bool reg_replace(const ranges2 *from, const ranges2 *to) {
-    reg_remove(from);
-    if (reg_add(to)) return true;
-    (void)reg_add(from); /* fits where it was (unless other threads took the room: then it stays out, never in) */
-    return false;
+static run_ranges run_sides(uintptr_t lo, uintptr_t va, uintptr_t end, uintptr_t hi, int device) {
+    run_ranges x = {.n = 0};
+    run_push(&x, lo, va, device);
+    run_push(&x, end, hi, device);
+    return x;
 }
 
 static const int PA_RESERVE_PROT = PROT_NONE;
@@ -399,15 +390,21 @@ PA_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMe
      * merge into it). Only then, so the registry never lists unmapped memory. */
     uintptr_t lo, hi;
     run_bounds(r, va, va + size, p->device, &lo, &hi);
-    const ranges2 sides = {{{lo, va}, {va + size, hi}}, p->device}, run = {{{lo, hi}, {0, 0}}, p->device};
-    if (!reg_replace(&sides, &run)) {
+    const run_ranges sides = run_sides(lo, va, va + size, hi, p->device), run = run_whole(lo, hi, p->device);
+    pa_mem_range clash;
+    if (!pa_memreg_replace(sides.r, sides.n, run.r, run.n, &clash)) {
         /* Back to reserved-only. If even that fails (the process is at its mapping
          * limit), the pages stay mapped, untracked, until aclrtReleaseMemAddress. */
         bool undone = mmap(virPtr, size, PA_RESERVE_PROT, PA_RESERVE_FLAGS, -1, 0) != MAP_FAILED;
         pthread_mutex_unlock(&g_vmm_mu);
         free(nm);
-        return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory for the range table%s", api,
-                          undone ? "" : " (and the mapping could not be undone: it stays until aclrtReleaseMemAddress)");
+        const char *left =
+            undone ? "" : " (and the mapping could not be undone: it stays until aclrtReleaseMemAddress)";
+        if (clash.size != 0) { /* e.g. the reserved range was given to aclrtHostRegister */
+            return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: [%p, +%zu) overlaps the %s [%p, +%zu)%s", api, virPtr,
+                              size, pa_mem_kind_name(clash.kind), (void *)clash.base, clash.size, left);
+        }
+        return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory for the range table%s", api, left);
     }
     nm->va = va;
     nm->size = size;
@@ -437,15 +434,18 @@ PA_API aclError aclrtUnmapMem(void *virPtr) {
     run_bounds(r, va, end, m->phys->device, &lo, &hi);
     /* Out of the registry first (kernels stop accepting it), then the pages go;
      * if either step fails, everything is put back as it was. */
-    const ranges2 run = {{{lo, hi}, {0, 0}}, m->phys->device}, sides = {{{lo, va}, {end, hi}}, m->phys->device};
-    if (!reg_replace(&run, &sides)) {
+    const int device = m->phys->device;
+    const run_ranges run = run_whole(lo, hi, device), sides = run_sides(lo, va, end, hi, device);
+    if (!pa_memreg_replace(run.r, run.n, sides.r, sides.n, NULL)) {
         pthread_mutex_unlock(&g_vmm_mu);
         return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory for the range table; %p stays mapped", api,
                           virPtr);
     }
     if (mmap(virPtr, m->size, PA_RESERVE_PROT, PA_RESERVE_FLAGS, -1, 0) == MAP_FAILED) {
         int err = errno;
-        (void)reg_replace(&sides, &run);
+        /* Back to one range; the table shrinks, so this needs no memory. (It fails only if
+         * another thread aclrtHostRegister'ed the chunk meanwhile: then it stays out.) */
+        (void)pa_memreg_replace(sides.r, sides.n, run.r, run.n, NULL);
         pthread_mutex_unlock(&g_vmm_mu);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot unmap [%p, +%zu) (mmap: %s); it stays mapped",
                           api, virPtr, m->size, strerror(err));

@@ -1,8 +1,12 @@
 /* Status codes as macros (switch / #ifdef), both softmax-backward include
  * paths in one program, the virtual-memory API (round trip, a growing pool,
- * every error path), and the device-memory capacity.
+ * launches on a chunk while another thread maps its neighbours, every error
+ * path), and the device-memory capacity.
  * Plain C; exits 1 on the first failure. */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +166,11 @@ static void test_vmm_round_trip(aclrtStream s) {
     CHECK_ERR(aclrtMapMem((char *)a + 4096, g, 0, h, 0), ACL_ERROR_INVALID_PARAM, "multiples of the granularity");
     CHECK_ERR(aclrtMapMem(NULL, g, 0, h, 0), ACL_ERROR_INVALID_PARAM, "virPtr must not be NULL");
     CHECK_ERR(aclrtMapMem((char *)a + 2 * g, g, 0, h, 1), ACL_ERROR_INVALID_PARAM, "flags must be 0");
+    void *reg = NULL; /* reserved addresses given to aclrtHostRegister are not mapped over */
+    CHECK_OK(aclrtHostRegister((char *)a + 3 * g, 4096, ACL_HOST_REGISTER_MAPPED, &reg));
+    CHECK_ERR(aclrtMapMem((char *)a + 2 * g, 2 * g, 0, h, 0), ACL_ERROR_INVALID_PARAM,
+              "overlaps the aclrtHostRegister range");
+    CHECK_OK(aclrtHostUnregister(reg));
     CHECK_ERR(aclrtUnmapMem((char *)a + g), ACL_ERROR_INVALID_PARAM, "not the start of a range mapped");
     CHECK_ERR(aclrtReleaseMemAddress(a), ACL_ERROR_INVALID_PARAM, "still has 1 mapped range");
     CHECK_ERR(aclrtReleaseMemAddress((char *)a + g), ACL_ERROR_INVALID_PARAM, "not the start of a range");
@@ -303,6 +312,80 @@ static void test_vmm_growing_pool(aclrtStream s) {
 }
 
 /* The capacity (this test runs with PYACLNN_DEVICE_MEMORY=256M, see main). */
+/* A pool that grows on one thread while kernels run on its earlier chunks on
+ * another (ggml-cann): launches on a chunk that stays mapped all succeed while
+ * its neighbours are mapped and unmapped (the registry merges and splits their
+ * ranges meanwhile). tests/c/test_vmm_race.c checks every intermediate state. */
+typedef struct {
+    char *chunk; /* the stable chunk: every tensor lies inside it */
+    int launches;
+    atomic_bool started, done;
+    atomic_int failed; /* launches that did not succeed */
+    aclError first_failure;
+} launcher_ctx;
+
+static void *launcher(void *arg) {
+    launcher_ctx *c = arg;
+    CHECK_OK(aclrtSetDevice(0));
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    int64_t shape[4] = {1, 1, 4, 64}, strides[4] = {256, 256, 64, 1};
+    char *p = c->chunk + 4096;
+    memset(p, 0, 4 * 256 * 4);
+    aclTensor *t_dy = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, p);
+    aclTensor *t_y = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, p + 1024);
+    aclTensor *t_m = aclCreateTensor(shape, 4, ACL_BOOL, strides, 0, ACL_FORMAT_ND, shape, 4, p + 2048);
+    aclTensor *t_o = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, p + 3072);
+    atomic_store(&c->started, true);
+    for (int i = 0; i < c->launches; i++) {
+        uint64_t ws = 0;
+        aclOpExecutor *ex = NULL;
+        CHECK_EQ(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(t_dy, t_y, t_m, 1.0, false, t_o, &ws, &ex), 0);
+        CHECK_EQ(aclnnScaledMaskedSoftmaxBackward(NULL, 0, ex, s), 0);
+        aclError rc = aclrtSynchronizeStream(s);
+        if (rc != ACL_SUCCESS && atomic_fetch_add(&c->failed, 1) == 0) c->first_failure = rc;
+    }
+    atomic_store(&c->done, true);
+    aclDestroyTensor(t_dy);
+    aclDestroyTensor(t_y);
+    aclDestroyTensor(t_m);
+    aclDestroyTensor(t_o);
+    CHECK_OK(aclrtDestroyStream(s));
+    return NULL;
+}
+
+static void test_vmm_launch_while_mapping(void) {
+    aclrtPhysicalMemProp prop = device_prop();
+    size_t g = 0;
+    CHECK_OK(aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g));
+    char *base = NULL;
+    CHECK_OK(aclrtReserveMemAddress((void **)&base, 3 * g, 0, NULL, 0));
+    aclrtDrvMemHandle h[3];
+    for (int i = 0; i < 3; i++) CHECK_OK(aclrtMallocPhysical(&h[i], g, &prop, 0));
+    CHECK_OK(aclrtMapMem(base + g, g, 0, h[1], 0));
+    launcher_ctx c = {.chunk = base + g, .launches = 2000};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, launcher, &c), 0);
+    while (!atomic_load(&c.started)) sched_yield();
+    long cycles = 0;
+    for (; !atomic_load(&c.done); cycles++) { /* below, above, both, one by one */
+        CHECK_OK(aclrtMapMem(base, g, 0, h[0], 0));
+        CHECK_OK(aclrtMapMem(base + 2 * g, g, 0, h[2], 0));
+        CHECK_OK(aclrtUnmapMem(base));
+        CHECK_OK(aclrtUnmapMem(base + 2 * g));
+    }
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    if (atomic_load(&c.failed) != 0) {
+        fprintf(stderr, "%d of %d launches on the stable chunk failed (first: %d) during %ld map/unmap cycles\n",
+                atomic_load(&c.failed), c.launches, (int)c.first_failure, cycles);
+    }
+    CHECK_EQ(atomic_load(&c.failed), 0);
+    CHECK(cycles > 0);
+    CHECK_OK(aclrtUnmapMem(base + g));
+    for (int i = 0; i < 3; i++) CHECK_OK(aclrtFreePhysical(h[i]));
+    CHECK_OK(aclrtReleaseMemAddress(base));
+}
+
 static void test_capacity(void) {
     size_t free0 = 0, total = 0, f = 0, t = 0;
     CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free0, &total));
@@ -356,6 +439,7 @@ int main(int argc, char **argv) {
     CHECK_OK(aclrtCreateStream(&s));
     test_vmm_round_trip(s);
     test_vmm_growing_pool(s);
+    test_vmm_launch_while_mapping();
     test_capacity();
     CHECK_OK(aclrtDestroyStream(s));
     CHECK_OK(aclrtResetDevice(0));

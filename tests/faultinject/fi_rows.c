@@ -7,7 +7,8 @@
  *   - aclrtRecordEvent fails: the event stays as it was (row 3); a record
  *     dropped by aclrtDestroyStreamForce releases waiters without a time
  *   - the mmap of aclrtUnmapMem / aclrtMapMem fails, and the registry cannot
- *     grow: an error, the mapping as it was, capacity not credited (row 4)
+ *     grow (for an unmap's split or a new map): an error, the mappings as
+ *     they were, capacity not credited (row 4)
  *   - an op's launch runs out of host memory, whichever allocation: 561103
  *   - a cgroup limit that cannot be read now is read again later
  * Exit status 0 iff every check passes. */
@@ -286,6 +287,13 @@ static void test_vmm(void) {
     FAIL_NTH("realloc", 1, ACL_ERROR_BAD_ALLOC, "aclrtUnmapMem: out of host memory", aclrtUnmapMem(c1));
     CHECK_EQ(mapped_bytes(), 3 * GRAN);
     CHECK_EQ(pyaclnnCountMemRanges(3, NULL), 1);
+    /* nor to list a new mapping (the table is still full): it is undone, nothing mapped or tracked */
+    void *va2 = NULL;
+    CHECK_EQ(aclrtReserveMemAddress(&va2, GRAN, 0, NULL, 0), ACL_SUCCESS);
+    FAIL_NTH("realloc", 1, ACL_ERROR_BAD_ALLOC, "aclrtMapMem: out of host memory", aclrtMapMem(va2, GRAN, 0, h, 0));
+    CHECK_EQ(mapped_bytes(), 3 * GRAN);
+    CHECK_EQ(pyaclnnCountMemRanges(3, NULL), 1);
+    CHECK_EQ(aclrtReleaseMemAddress(va2), ACL_SUCCESS); /* holds no mapping */
     CHECK_EQ(launch_on(c1 - 64, 1024), ACL_SUCCESS);
     CHECK(c1[GRAN - 1] == 0x5a);
     /* freeing the handle while mapped credits nothing until the last unmap */
