@@ -38,6 +38,7 @@ HEADERS = (
     "aclnnop/aclnn_fill_scalar.h",
     "aclnnop/aclnn_fill_tensor.h",
     "aclnnop/aclnn_zero.h",
+    "aclnnop/aclnn_ones.h",
     "aclnnop/aclnn_add.h",
     "aclnnop/aclnn_gt_scalar.h",
     "aclnnop/aclnn_gt_tensor.h",

@@ -26,7 +26,8 @@ static aclError run(const char *api, const char *opType, int numInputs, const ac
     const pa_aclop_def *op = find_op(opType);
     if (op == NULL) {
         return pa_rt_fail(ACL_ERROR_OP_NOT_FOUND,
-                          "%s: op type %.128s is not supported by pyaclnn (the single-operator API runs %s)", api,
+                          "%s: op type %.128s is not supported by pyaclnn (its single-operator API runs %s; the "
+                          "operators pyaclnn implements are listed in its README)", api,
                           opType, pa_aclop_names());
     }
     if (attr != NULL && !pa_attr_is_live(attr)) {

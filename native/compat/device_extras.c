@@ -42,6 +42,31 @@ PA_API aclError aclrtDeviceGetBareTgid(int32_t *pid) {
     return ACL_SUCCESS;
 }
 
+static const aclCannAttr g_attrs[] = {ACL_CANN_ATTR_INF_NAN, ACL_CANN_ATTR_BF16, ACL_CANN_ATTR_JIT_COMPILE};
+
+PA_API aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num) {
+    if (cannAttrList == NULL || num == NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclGetCannAttributeList: cannAttrList and num must not be NULL");
+    }
+    *cannAttrList = g_attrs;
+    *num = sizeof g_attrs / sizeof g_attrs[0];
+    return ACL_SUCCESS;
+}
+
+PA_API aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value) {
+    if (value == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclGetCannAttribute: value must not be NULL");
+    switch (cannAttr) {
+    case ACL_CANN_ATTR_INF_NAN: *value = 1; return ACL_SUCCESS; /* IEEE arithmetic */
+    case ACL_CANN_ATTR_BF16: *value = 1; return ACL_SUCCESS;
+    case ACL_CANN_ATTR_JIT_COMPILE: *value = 0; return ACL_SUCCESS; /* nothing is compiled online */
+    default:
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclGetCannAttribute: cannAttr must be ACL_CANN_ATTR_INF_NAN (0), _BF16 (1) or "
+                          "_JIT_COMPILE (2), got %d",
+                          (int)cannAttr);
+    }
+}
+
 /* Package names aclsysGetVersionStr knows: the aclCANNPackageName ones and the
  * components of CANN's newer package layout. Every one has pyaclnn's version. */
 static const char *const g_packages[] = {

@@ -1,9 +1,10 @@
 /* aclnnInplaceFillScalar (selfRef = value), aclnnInplaceZero (selfRef = 0),
- * aclnnInplaceFillTensor (selfRef = the one element of value, read when the op
+ * aclnnInplaceOne (selfRef = 1), aclnnInplaceFillTensor (selfRef = the one element of value, read when the op
  * runs). The value is converted to selfRef's dtype by the rules of
  * elementwise.h. validate -> plan -> run. */
 #include "aclnnop/aclnn_fill_scalar.h"
 #include "aclnnop/aclnn_fill_tensor.h"
+#include "aclnnop/aclnn_ones.h"
 #include "aclnnop/aclnn_zero.h"
 #include "ops/ew_common/ew_common.h"
 
@@ -12,6 +13,7 @@ static const char *const value_names[] = {"value"};
 static const char *const out_names[] = {"selfRef"};
 static const pa_op_def fill_scalar_op = {"aclnnInplaceFillScalar", pa_ew_plan_run, no_names, out_names};
 static const pa_op_def zero_op = {"aclnnInplaceZero", pa_ew_plan_run, no_names, out_names};
+static const pa_op_def one_op = {"aclnnInplaceOne", pa_ew_plan_run, no_names, out_names};
 static const pa_op_def fill_tensor_op = {"aclnnInplaceFillTensor", pa_ew_plan_run, value_names, out_names};
 
 /* The value goes straight to selfRef's dtype: from double (as_float) or int64. */
@@ -59,6 +61,21 @@ PA_API aclnnStatus aclnnInplaceZeroGetWorkspaceSize(aclTensor *selfRef, uint64_t
 PA_API aclnnStatus aclnnInplaceZero(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                     aclrtStream stream) {
     return pa_executor_launch(&zero_op, workspace, workspaceSize, executor, stream);
+}
+
+#define O_API "aclnnInplaceOneGetWorkspaceSize"
+
+PA_API aclnnStatus aclnnInplaceOneGetWorkspaceSize(const aclTensor *selfRef, uint64_t *workspaceSize,
+                                                   aclOpExecutor **executor) {
+    int rc = pa_ew_check_outs(O_API, workspaceSize, executor);
+    if (rc == 0) rc = pa_ew_check_output(O_API, "selfRef", selfRef);
+    if (rc != ACLNN_SUCCESS) return rc;
+    return plan_fill(&one_op, (aclTensor *)selfRef, false, 1.0, 1, workspaceSize, executor);
+}
+
+PA_API aclnnStatus aclnnInplaceOne(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                   aclrtStream stream) {
+    return pa_executor_launch(&one_op, workspace, workspaceSize, executor, stream);
 }
 
 #define FT_API "aclnnInplaceFillTensorGetWorkspaceSize"
