@@ -57,97 +57,102 @@ static aclError smsf_attrs_get(const char *op, const aclopAttr *attr, float *sca
     return rc;
 }
 
-/* A BOOL tensor of mask's shape holding triu(ones, 1) in device scratch (freed
- * after the op). The mask's contents are not used. NULL after pa_rt_fail. */
-static aclTensor *triu_mask(const char *op, const pa_aclop_tensor *mask, aclrtStream stream) {
-    if (mask->ndim != 4) {
-        pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must be 4-D [B|1,N|1,S1,S2], got "
-                   "%d-D", op, (int)mask->ndim);
-        return NULL;
-    }
-    const int64_t s1 = mask->dims[2], s2 = mask->dims[3], mats = mask->dims[0] * mask->dims[1];
-    const int64_t n = mats * s1 * s2;
-    if (n <= 0) {
-        pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must not be empty", op);
-        return NULL;
-    }
-    uint8_t *m = pa_aclop_scratch(op, (size_t)n);
-    if (m == NULL) return NULL;
-    /* Fresh device memory that no queued work uses yet: written directly, as
-     * the TBE op generates its mask into workspace. */
-    for (int64_t b = 0; b < mats; b++) {
-        for (int64_t i = 0; i < s1; i++) {
-            uint8_t *row = m + (b * s1 + i) * s2;
-            const int64_t keep = i + 1 < s2 ? i + 1 : s2;
-            memset(row, 0, (size_t)keep);
-            memset(row + keep, 1, (size_t)(s2 - keep));
+/* The mask the aclnn op reads: the caller's; for fixed_triu_mask a BOOL tensor of
+ * the mask's shape holding triu(ones, 1) in device scratch (*scratch, to be freed
+ * after the op is queued; the caller's contents are not read); a UINT8 mask is
+ * read as BOOL (any non-zero byte masks, as the TBE op's uint8 read). *owned: the
+ * returned tensor is to be destroyed. NULL after pa_rt_fail. */
+static aclTensor *mask_for(const char *op, pa_aclop_tensor *mask, bool triu, bool *owned, void **scratch) {
+    *owned = false;
+    *scratch = NULL;
+    void *base = NULL;
+    aclGetRawTensorAddr(mask->t, &base);
+    if (triu) {
+        if (mask->ndim != 4) {
+            pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must be 4-D [B|1,N|1,S1,S2], "
+                       "got %d-D", op, (int)mask->ndim);
+            return NULL;
         }
+        const int64_t s1 = mask->dims[2], s2 = mask->dims[3], mats = mask->dims[0] * mask->dims[1];
+        const int64_t n = mats * s1 * s2;
+        if (n <= 0) {
+            pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must not be empty", op);
+            return NULL;
+        }
+        uint8_t *m = pa_aclop_scratch(op, (size_t)n);
+        if (m == NULL) return NULL;
+        /* Fresh device memory that no queued work uses yet: written directly, as
+         * the TBE op generates its mask into workspace. Row i keeps columns 0..i. */
+        for (int64_t b = 0; b < mats; b++) {
+            for (int64_t i = 0; i < s1; i++) {
+                uint8_t *row = m + (b * s1 + i) * s2;
+                const int64_t keep = i + 1 < s2 ? i + 1 : s2;
+                memset(row, 0, (size_t)keep);
+                memset(row + keep, 1, (size_t)(s2 - keep));
+            }
+        }
+        *scratch = m;
+        base = m;
+    } else if (mask->dtype != ACL_UINT8) {
+        return mask->t;
     }
-    const int64_t flat = n;
-    aclTensor *t = aclCreateTensor(mask->dims, 4, ACL_BOOL, NULL, 0, ACL_FORMAT_ND, &flat, 1, m);
+    const int64_t flat = pa_tensor_numel(mask->t);
+    aclTensor *t = aclCreateTensor(mask->dims, (uint64_t)mask->ndim, ACL_BOOL, NULL, 0, ACL_FORMAT_ND, &flat, 1,
+                                   base);
     if (t == NULL) {
-        aclrtFree(m);
         pa_rt_fail(ACL_ERROR_BAD_ALLOC, "aclopCompileAndExecute: op %s: out of host memory", op);
         return NULL;
     }
-    /* A refused submission frees m at once; the op then fails on the same stream. */
-    (void)pa_aclop_free_after(m, stream);
+    *owned = true;
     return t;
 }
 
-/* The mask the aclnn op reads: the caller's, or the generated triu. The
- * caller's must be BOOL (UINT8 is read as BOOL: any non-zero byte masks). */
-static aclTensor *mask_for(const char *op, pa_aclop_tensor *mask, bool triu, aclrtStream stream, bool *owned) {
-    *owned = false;
-    if (triu) {
-        *owned = true;
-        return triu_mask(op, mask, stream);
-    }
-    if (mask->dtype == ACL_UINT8) {
-        const int64_t flat = pa_tensor_numel(mask->t);
-        void *base = NULL;
-        aclGetRawTensorAddr(mask->t, &base);
-        aclTensor *t = aclCreateTensor(mask->dims, (uint64_t)mask->ndim, ACL_BOOL, NULL, 0, ACL_FORMAT_ND, &flat, 1,
-                                       base);
-        if (t == NULL) pa_rt_fail(ACL_ERROR_BAD_ALLOC, "aclopCompileAndExecute: op %s: out of host memory", op);
-        *owned = true;
-        return t;
-    }
-    return mask->t;
+/* Frees what mask_for made, after the op's launch was queued on stream. */
+static aclError mask_done(aclTensor *mask, bool owned, void *scratch, aclrtStream stream) {
+    if (owned) aclDestroyTensor(mask);
+    return pa_aclop_free_after(scratch, stream);
 }
 
 static aclError run_smsf(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream) {
     const char *op = "ScaledMaskedSoftmax";
     float scale;
     bool triu, owned;
+    void *scratch;
     aclError rc = smsf_attrs_get(op, attr, &scale, &triu);
     if (rc != ACL_SUCCESS) return rc;
-    aclTensor *mask = mask_for(op, &io->in[1], triu, stream, &owned);
-    if (mask == NULL) return ACL_ERROR_INVALID_PARAM; /* message set */
+    aclTensor *mask = mask_for(op, &io->in[1], triu, &owned, &scratch);
+    if (mask == NULL) {
+        pa_aclop_free_after(scratch, stream);
+        return ACL_ERROR_INVALID_PARAM; /* message set */
+    }
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
     rc = from_aclnn(op, aclnnScaledMaskedSoftmaxGetWorkspaceSize(io->in[0].t, mask, scale, false, io->out[0].t, &ws,
                                                                  &ex));
     if (rc == ACL_SUCCESS) rc = pa_aclop_launch(op, ws, ex, stream, aclnnScaledMaskedSoftmax);
-    if (owned) aclDestroyTensor(mask);
-    return rc;
+    const aclError done = mask_done(mask, owned, scratch, stream);
+    return rc != ACL_SUCCESS ? rc : done;
 }
 
 static aclError run_smsf_grad(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream) {
     const char *op = "ScaledMaskedSoftmaxGrad";
     float scale;
     bool triu, owned;
+    void *scratch;
     aclError rc = smsf_attrs_get(op, attr, &scale, &triu);
     if (rc != ACL_SUCCESS) return rc;
-    aclTensor *mask = mask_for(op, &io->in[2], triu, stream, &owned);
-    if (mask == NULL) return ACL_ERROR_INVALID_PARAM; /* message set */
+    aclTensor *mask = mask_for(op, &io->in[2], triu, &owned, &scratch);
+    if (mask == NULL) {
+        pa_aclop_free_after(scratch, stream);
+        return ACL_ERROR_INVALID_PARAM; /* message set */
+    }
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
     rc = from_aclnn(op, aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(io->in[0].t, io->in[1].t, mask, scale,
                                                                          false, io->out[0].t, &ws, &ex));
     if (rc == ACL_SUCCESS) rc = pa_aclop_launch(op, ws, ex, stream, aclnnScaledMaskedSoftmaxBackward);
-    if (owned) aclDestroyTensor(mask);
-    return rc;
+    const aclError done = mask_done(mask, owned, scratch, stream);
+    return rc != ACL_SUCCESS ? rc : done;
 }
 
 /* ---- Identity / Cast ---- */
