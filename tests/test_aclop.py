@@ -191,7 +191,9 @@ def test_identity_cast_greater_and_nz_round_trip(runtime, stream):
 
 
 def test_attr_api(runtime):
+    live = lib.pyaclnnCountHandles(8)
     a = lib.aclopCreateAttr()
+    assert lib.pyaclnnCountHandles(8) == live + 1
     assert lib.aclopSetAttrFloat(a, b"scale", 0.5) == 0
     assert lib.aclopSetAttrString(a, b"scale", b"x") == 0        # replaces, of any kind
     vals = ffi.new("int64_t[]", [1, 2])
@@ -200,6 +202,7 @@ def test_attr_api(runtime):
     assert lib.aclopSetAttrBool(a, ffi.NULL, 1) == lib.ACL_ERROR_INVALID_PARAM and "attrName" in errmsg()
     assert lib.aclopSetAttrBool(ffi.NULL, b"b", 1) == lib.ACL_ERROR_INVALID_PARAM
     lib.aclopDestroyAttr(a)
+    assert lib.pyaclnnCountHandles(8) == live
     assert lib.aclopSetAttrBool(a, b"b", 1) == lib.ACL_ERROR_INVALID_PARAM and "not a live aclopAttr" in errmsg()
     lib.aclopDestroyAttr(a)                                       # twice: an error, not a crash
     assert "already destroyed" in errmsg()

@@ -190,8 +190,8 @@ static aclError run_identity(pa_aclop_io *io, const aclopAttr *attr, aclrtStream
 
 static aclError run_cast(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream) {
     const char *op = "Cast";
-    static const char *const names[] = {"dst_type", "truncate"};
-    aclError rc = pa_attr_check_names(op, attr, names, 2);
+    static const char *const names[] = {"dst_type"};
+    aclError rc = pa_attr_check_names(op, attr, names, 1);
     aclDataType dst = io->out[0].dtype;
     bool found = false;
     if (rc == ACL_SUCCESS) rc = pa_attr_get_data_type(op, attr, "dst_type", &dst, &found);

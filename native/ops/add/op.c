@@ -37,7 +37,7 @@ static int check_alpha(const char *api, const aclScalar *alpha) {
 static int add_tensor(const pa_op_def *op, const char *api, const aclTensor *self, const aclTensor *other,
                       const aclScalar *alpha, aclTensor *out, const char *out_nm, uint64_t *workspaceSize,
                       aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(api, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(api, self, other, alpha, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(api, "self", self);
     if (rc == 0) rc = pa_ew_check_tensor(api, "other", other);
     if (rc == 0) rc = check_alpha(api, alpha);
@@ -62,7 +62,7 @@ static int add_tensor(const pa_op_def *op, const char *api, const aclTensor *sel
 static int add_scalar(const pa_op_def *op, const char *api, const aclTensor *self, const aclScalar *other,
                       const aclScalar *alpha, aclTensor *out, const char *out_nm, uint64_t *workspaceSize,
                       aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(api, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(api, self, other, alpha, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(api, "self", self);
     if (rc == 0) rc = pa_ew_check_scalar(api, "other", other);
     if (rc == 0 && !pa_ew_dtype_ok(other->dtype)) {

@@ -11,7 +11,7 @@ static const pa_op_def cast_op = {"aclnnCast", pa_ew_plan_run, in_names, out_nam
 
 static int validate(const aclTensor *self, aclDataType dtype, const aclTensor *out, const uint64_t *workspaceSize,
                     aclOpExecutor *const *executor, int64_t *self_strides) {
-    int rc = pa_ew_check_outs(WS_API, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(WS_API, self, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(WS_API, "self", self);
     if (rc == 0) rc = pa_ew_check_output(WS_API, "out", out);
     if (rc != 0) return rc;

@@ -5,9 +5,15 @@
 
 #define SHAPE(t, buf) pa_shape_str((t)->dims, (t)->ndim, (buf), sizeof(buf))
 
-int pa_ew_check_outs(const char *api, const uint64_t *workspaceSize, aclOpExecutor *const *executor) {
-    if (workspaceSize == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize is NULL", api);
-    if (executor == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: executor is NULL", api);
+int pa_ew_check_nulls(const char *api, const char *names, const void *const *ptrs, int n) {
+    for (int i = 0; i < n; i++) {
+        if (ptrs[i] != NULL) continue;
+        const char *name = names; /* the i-th of "a, b, c" */
+        for (int k = 0; k < i; k++) name = strchr(name, ',') + 2;
+        const char *end = strchr(name, ',');
+        const int len = end ? (int)(end - name) : (int)strlen(name);
+        return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %.*s is NULL", api, len, name);
+    }
     return ACLNN_SUCCESS;
 }
 

@@ -12,8 +12,12 @@ typedef struct pa_ew_plan {
     pa_tview out, a, b; /* a / b: dtype ACL_DT_UNDEFINED when absent */
 } pa_ew_plan;
 
-/* NULL workspaceSize / executor: 161001. */
-int pa_ew_check_outs(const char *api, const uint64_t *workspaceSize, aclOpExecutor *const *executor);
+/* The NULL checks every op makes first (161001 for the first NULL argument, named):
+ * PA_EW_REQUIRE(api, selfRef, src, workspaceSize, executor). */
+#define PA_EW_REQUIRE(api, ...)                                                                        \
+    pa_ew_check_nulls((api), #__VA_ARGS__, (const void *const[]){__VA_ARGS__},                          \
+                      (int)(sizeof((const void *const[]){__VA_ARGS__}) / sizeof(const void *)))
+int pa_ew_check_nulls(const char *api, const char *names, const void *const *ptrs, int n);
 /* A required tensor: NULL (161001), not live / dtype the ops do not handle /
  * more than 8 dims / a private format (FRACTAL_NZ, ...) / view outside its
  * storage (161002). */

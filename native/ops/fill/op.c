@@ -32,7 +32,7 @@ static int plan_fill(const pa_op_def *op, aclTensor *selfRef, bool as_float, dou
 
 PA_API aclnnStatus aclnnInplaceFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *value,
                                                           uint64_t *workspaceSize, aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(FS_API, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(FS_API, selfRef, value, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_output(FS_API, "selfRef", selfRef);
     if (rc == 0) rc = pa_ew_check_scalar(FS_API, "value", value);
     if (rc == 0 && !pa_ew_dtype_ok(value->dtype)) {
@@ -52,7 +52,7 @@ PA_API aclnnStatus aclnnInplaceFillScalar(void *workspace, uint64_t workspaceSiz
 
 PA_API aclnnStatus aclnnInplaceZeroGetWorkspaceSize(aclTensor *selfRef, uint64_t *workspaceSize,
                                                     aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(Z_API, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(Z_API, selfRef, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_output(Z_API, "selfRef", selfRef);
     if (rc != ACLNN_SUCCESS) return rc;
     return plan_fill(&zero_op, selfRef, false, 0.0, 0, workspaceSize, executor);
@@ -67,7 +67,7 @@ PA_API aclnnStatus aclnnInplaceZero(void *workspace, uint64_t workspaceSize, acl
 
 PA_API aclnnStatus aclnnInplaceOneGetWorkspaceSize(const aclTensor *selfRef, uint64_t *workspaceSize,
                                                    aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(O_API, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(O_API, selfRef, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_output(O_API, "selfRef", selfRef);
     if (rc != ACLNN_SUCCESS) return rc;
     return plan_fill(&one_op, (aclTensor *)selfRef, false, 1.0, 1, workspaceSize, executor);
@@ -82,7 +82,7 @@ PA_API aclnnStatus aclnnInplaceOne(void *workspace, uint64_t workspaceSize, aclO
 
 PA_API aclnnStatus aclnnInplaceFillTensorGetWorkspaceSize(aclTensor *selfRef, const aclTensor *value,
                                                           uint64_t *workspaceSize, aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(FT_API, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(FT_API, selfRef, value, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_output(FT_API, "selfRef", selfRef);
     if (rc == 0) rc = pa_ew_check_tensor(FT_API, "value", value);
     if (rc != ACLNN_SUCCESS) return rc;

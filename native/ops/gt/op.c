@@ -27,7 +27,7 @@ static int check_out_shape(const char *api, const aclTensor *out, const char *ou
 
 static int gt_scalar(const pa_op_def *op, const char *api, const aclTensor *self, const aclScalar *other,
                      aclTensor *out, const char *out_nm, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(api, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(api, self, other, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(api, "self", self);
     if (rc == 0) rc = pa_ew_check_scalar(api, "other", other);
     if (rc == 0 && !pa_ew_dtype_ok(other->dtype)) {
@@ -49,7 +49,7 @@ static int gt_scalar(const pa_op_def *op, const char *api, const aclTensor *self
 
 static int gt_tensor(const pa_op_def *op, const char *api, const aclTensor *self, const aclTensor *other,
                      aclTensor *out, const char *out_nm, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(api, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(api, self, other, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(api, "self", self);
     if (rc == 0) rc = pa_ew_check_tensor(api, "other", other);
     if (rc == 0) rc = pa_ew_check_output(api, out_nm, out);

@@ -12,7 +12,7 @@ static const pa_op_def copy_op = {"aclnnInplaceCopy", pa_ew_plan_run, in_names, 
 
 static int validate(const aclTensor *selfRef, const aclTensor *src, const uint64_t *workspaceSize,
                     aclOpExecutor *const *executor, int64_t *src_strides) {
-    int rc = pa_ew_check_outs(WS_API, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(WS_API, selfRef, src, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_output(WS_API, "selfRef", selfRef);
     if (rc == 0) rc = pa_ew_check_tensor(WS_API, "src", src);
     if (rc == 0) rc = pa_ew_broadcast(WS_API, "src", src, selfRef->ndim, selfRef->dims, "selfRef", src_strides);

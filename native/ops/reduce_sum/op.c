@@ -55,7 +55,7 @@ static int reduced_mask(const aclTensor *self, const aclIntArray *dims, bool *re
 PA_API aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
                                                   aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
                                                   aclOpExecutor **executor) {
-    int rc = pa_ew_check_outs(WS_API, workspaceSize, executor);
+    int rc = PA_EW_REQUIRE(WS_API, self, dims, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(WS_API, "self", self);
     if (rc == 0) rc = pa_handle_check(WS_API, "dims", dims, PA_HANDLE_INT_ARRAY);
     if (rc == 0) rc = pa_ew_check_output(WS_API, "out", out);
