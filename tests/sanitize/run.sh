@@ -6,7 +6,7 @@
 # address variant (-DPA_SANITIZE=address: ASan + UBSan, every finding aborts):
 #   the C suites (tests/c/), the vendor samples in ../shared/samples (compiled
 #   unchanged; the forward samples only when their header is in include/), and
-#   a fuzz smoke run of tests/fuzz/fuzz_ops.c (all four ops).
+#   a fuzz smoke run of tests/fuzz/fuzz_ops.c (all four ops and two plumbing ops).
 # thread variant (-DPA_SANITIZE=thread: TSan): the C suites and
 #   tests/sanitize/stress_streams.c (4 threads, a stream each, all four ops, events).
 #
@@ -118,7 +118,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
         if [ -x "$OUT/fuzz_ops" ]; then
             step "fuzz_ops --seed ${FUZZ_SEED:-1} --cases ${FUZZ_CASES:-50000} (ASan+UBSan)" "$OUT/fuzz.log" \
                 "$OUT/fuzz_ops" --seed "${FUZZ_SEED:-1}" --cases "${FUZZ_CASES:-50000}" ${FUZZ_AVOID:+--avoid "$FUZZ_AVOID"}
-            grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 10
+            grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 12
         fi
     fi
 fi
