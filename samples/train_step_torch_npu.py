@@ -20,34 +20,12 @@ a mismatch or if the loss does not decrease over a few steps.
 import sys
 import warnings
 
-import numpy as np
 import torch
 import torch_npu  # noqa: F401  (registers the "npu" device and torch_npu.* ops)
 
 import pyaclnn.torch as pt
-
-T, DIM, N1, N2, D, DV, BLOCK, COUNT = 256, 64, 4, 1, 128, 128, 16, 4
-SEQ = [96, 160]
-CUM = [int(c) for c in np.cumsum(SEQ)]
-
-
-def select_blocks(q, k):
-    """[T, N2, COUNT] int32: per token its own block, then the best earlier blocks by
-    q . mean(K_block) (no gradient)."""
-    with torch.no_grad():
-        topk = torch.empty((T, N2, COUNT), dtype=torch.int32)
-        start = 0
-        for length in SEQ:
-            nblk = length // BLOCK
-            kb = k[start:start + length].float().view(nblk, BLOCK, N2, D).mean(1)
-            qg = q[start:start + length].float().view(length, N2, N1 // N2, D).mean(2)
-            score = torch.einsum("tnd,bnd->tnb", qg, kb)
-            own = torch.arange(length) // BLOCK
-            score = score.masked_fill((torch.arange(nblk)[None, :] >= own[:, None])[:, None, :], float("-inf"))
-            best = score.topk(COUNT - 1, dim=-1).indices
-            topk[start:start + length] = torch.cat([own[:, None, None].expand(-1, N2, 1), best], -1).int()
-            start += length
-    return topk
+# the layer's sizes and block selection (no gradient) are train_step.py's, beside this file
+from train_step import BLOCK, COUNT, CUM, D, DIM, DV, N1, N2, T, select_blocks
 
 
 class NsaLayer(torch.nn.Module):

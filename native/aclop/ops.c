@@ -113,46 +113,41 @@ static aclError mask_done(aclTensor *mask, bool owned, void *scratch, aclrtStrea
     return pa_aclop_free_after(scratch, stream);
 }
 
-static aclError run_smsf(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream) {
-    const char *op = "ScaledMaskedSoftmax";
+/* ScaledMaskedSoftmax (grad false: x, mask -> y) and ScaledMaskedSoftmaxGrad
+ * (grad true: y_grad, y, mask -> x_grad): the mask is the last input. */
+static aclError run_softmax_pair(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream, bool grad) {
+    const char *op = grad ? "ScaledMaskedSoftmaxGrad" : "ScaledMaskedSoftmax";
     float scale;
     bool triu, owned;
     void *scratch;
     aclError rc = smsf_attrs_get(op, attr, &scale, &triu);
     if (rc != ACL_SUCCESS) return rc;
-    aclTensor *mask = mask_for(op, &io->in[1], triu, &owned, &scratch);
+    aclTensor *mask = mask_for(op, &io->in[io->n_in - 1], triu, &owned, &scratch);
     if (mask == NULL) {
         pa_aclop_free_after(scratch, stream);
         return ACL_ERROR_INVALID_PARAM; /* message set */
     }
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;
-    rc = from_aclnn(op, aclnnScaledMaskedSoftmaxGetWorkspaceSize(io->in[0].t, mask, scale, false, io->out[0].t, &ws,
-                                                                 &ex));
-    if (rc == ACL_SUCCESS) rc = pa_aclop_launch(op, ws, ex, stream, aclnnScaledMaskedSoftmax);
+    if (grad) {
+        rc = from_aclnn(op, aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(io->in[0].t, io->in[1].t, mask, scale,
+                                                                             false, io->out[0].t, &ws, &ex));
+        if (rc == ACL_SUCCESS) rc = pa_aclop_launch(op, ws, ex, stream, aclnnScaledMaskedSoftmaxBackward);
+    } else {
+        rc = from_aclnn(op, aclnnScaledMaskedSoftmaxGetWorkspaceSize(io->in[0].t, mask, scale, false, io->out[0].t,
+                                                                     &ws, &ex));
+        if (rc == ACL_SUCCESS) rc = pa_aclop_launch(op, ws, ex, stream, aclnnScaledMaskedSoftmax);
+    }
     const aclError done = mask_done(mask, owned, scratch, stream);
     return rc != ACL_SUCCESS ? rc : done;
 }
 
+static aclError run_smsf(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream) {
+    return run_softmax_pair(io, attr, stream, false);
+}
+
 static aclError run_smsf_grad(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream) {
-    const char *op = "ScaledMaskedSoftmaxGrad";
-    float scale;
-    bool triu, owned;
-    void *scratch;
-    aclError rc = smsf_attrs_get(op, attr, &scale, &triu);
-    if (rc != ACL_SUCCESS) return rc;
-    aclTensor *mask = mask_for(op, &io->in[2], triu, &owned, &scratch);
-    if (mask == NULL) {
-        pa_aclop_free_after(scratch, stream);
-        return ACL_ERROR_INVALID_PARAM; /* message set */
-    }
-    uint64_t ws = 0;
-    aclOpExecutor *ex = NULL;
-    rc = from_aclnn(op, aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(io->in[0].t, io->in[1].t, mask, scale,
-                                                                         false, io->out[0].t, &ws, &ex));
-    if (rc == ACL_SUCCESS) rc = pa_aclop_launch(op, ws, ex, stream, aclnnScaledMaskedSoftmaxBackward);
-    const aclError done = mask_done(mask, owned, scratch, stream);
-    return rc != ACL_SUCCESS ? rc : done;
+    return run_softmax_pair(io, attr, stream, true);
 }
 
 /* ---- Identity / Cast ---- */
