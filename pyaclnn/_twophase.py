@@ -11,7 +11,7 @@ As in CANN, an executor is consumed by its phase-2 call unless
 ``set_repeatable()`` was called; a repeatable one lives until ``destroy()``.
 """
 from ._args import as_bool, as_double, as_int, as_int_list, as_layout
-from ._errors import AclError, check
+from ._errors import AclError, check, get_recent_err_msg
 from ._ffi import as_ptr, ffi, lib
 from . import runtime
 from .runtime import DeviceBuffer, _keep_until_sync, _stream_handle
@@ -138,7 +138,8 @@ def _int_array(values, name):
         return ffi.NULL
     arr = lib.aclCreateIntArray(ffi.new("int64_t[]", values or [0]), len(values))
     if arr == ffi.NULL:
-        raise AclError(lib.ACLNN_ERR_INNER_NULLPTR, "aclCreateIntArray", "%s: allocation failed" % name)
+        raise AclError(lib.ACLNN_ERR_INNER_NULLPTR, "aclCreateIntArray",
+                       "%s (for %s)" % (get_recent_err_msg(), name))
     return arr
 
 
@@ -150,8 +151,7 @@ def _phase1(api, launch_api, fn, args, keep):
 
 
 # Statuses pa_executor_launch returns before it takes the executor.
-_REFUSED_BEFORE_LAUNCH = frozenset((lib.ACLNN_ERR_PARAM_NULLPTR, lib.ACLNN_ERR_PARAM_INVALID,
-                                    lib.ACLNN_ERR_INNER))
+_REFUSED_BEFORE_LAUNCH = frozenset((lib.ACLNN_ERR_PARAM_NULLPTR, lib.ACLNN_ERR_PARAM_INVALID))
 
 
 def _phase2(api, fn, workspace, workspace_size, executor, stream):
@@ -171,8 +171,9 @@ def _phase2(api, fn, workspace, workspace_size, executor, stream):
     if isinstance(executor, Executor) and status not in _REFUSED_BEFORE_LAUNCH:
         # As in pa_executor_launch: a launch that passed the executor checks has
         # taken a non-repeatable executor, even if the stream then refused the
-        # task (a destroyed stream: a runtime status); only the checks' own
-        # statuses (dead executor, wrong op, workspace) leave it usable.
+        # task (a destroyed stream: a runtime status) or host memory ran out
+        # (561103); only the checks' own statuses (dead executor, wrong op,
+        # workspace) leave it usable.
         executor._launched()
     check(status, api)
     keep = list(executor._keep) if isinstance(executor, Executor) else []

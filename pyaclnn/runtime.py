@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from ._args import as_int
-from ._errors import check, get_recent_err_msg
+from ._errors import AclError, check, get_recent_err_msg
 from ._ffi import as_ptr, c_string, ffi, lib
 
 __all__ = [
@@ -544,7 +544,10 @@ def _dst_arg(x):
 def runtime_info():
     """Runtime description (ISA tier, threads, version, ...) as a dict.
     cpu backend only: raises NotImplementedError under the cann backend."""
-    return json.loads(c_string(lib.pyaclnnGetRuntimeInfo()) or "{}")
+    text = c_string(lib.pyaclnnGetRuntimeInfo())
+    if text is None:  # no memory for the text
+        raise AclError(lib.ACL_ERROR_BAD_ALLOC, "pyaclnnGetRuntimeInfo", get_recent_err_msg())
+    return json.loads(text)
 
 
 def set_max_isa(tier):

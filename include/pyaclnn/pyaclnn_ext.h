@@ -12,7 +12,8 @@ extern "C" {
 #endif
 
 /* JSON text describing the runtime: ISA tier, thread count, version.
- * The string is owned by the library. */
+ * The string is owned by the library and valid until the next call on the
+ * same thread; NULL when host memory ran out. */
 ACL_FUNC_VISIBILITY const char *pyaclnnGetRuntimeInfo(void);
 
 /* Cap the SIMD tier used by kernels: "scalar" | "avx2" | "avx512".

@@ -45,7 +45,7 @@ PA_API aclopAttr *aclopCreateAttr(void) {
     aclopAttr *a = calloc(1, sizeof *a);
     if (a == NULL || !pa_handle_register(a, PA_HANDLE_OP_ATTR)) {
         free(a);
-        pa_rt_fail(ACL_ERROR_BAD_ALLOC, "aclopCreateAttr: out of host memory");
+        pa_rt_fail_oom("aclopCreateAttr", "the attribute set");
         return NULL;
     }
     return a;
@@ -103,7 +103,7 @@ static pa_attr *slot_for(const char *api, aclopAttr *attr, const char *attrName)
         const size_t ncap = attr->cap ? attr->cap * 2 : 4;
         pa_attr *ni = realloc(attr->items, ncap * sizeof *ni);
         if (ni == NULL) {
-            pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory", api);
+            pa_rt_fail_oom(api, "the attribute table");
             return NULL;
         }
         attr->items = ni;
@@ -111,7 +111,7 @@ static pa_attr *slot_for(const char *api, aclopAttr *attr, const char *attrName)
     }
     char *name = malloc(len + 1);
     if (name == NULL) {
-        pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory", api);
+        pa_rt_fail_oom(api, "the attribute's name");
         return NULL;
     }
     memcpy(name, attrName, len + 1);
@@ -159,7 +159,7 @@ PA_API aclError aclopSetAttrString(aclopAttr *attr, const char *attrName, const 
     }
     const size_t n = strlen(attrValue);
     char *copy = malloc(n + 1);
-    if (copy == NULL) return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "aclopSetAttrString: out of host memory");
+    if (copy == NULL) return pa_rt_fail_oom("aclopSetAttrString", "the string");
     memcpy(copy, attrValue, n + 1);
     pa_attr *it = slot_for("aclopSetAttrString", attr, attrName);
     if (it == NULL) {

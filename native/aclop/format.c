@@ -113,7 +113,7 @@ aclError pa_nz_convert(const char *api, aclDataType dt, const pa_nz_layout *l, v
     const size_t src = to_nz ? offsetof(nz_plan, nd) : offsetof(nz_plan, nz);
     const size_t dst = to_nz ? offsetof(nz_plan, nz) : offsetof(nz_plan, nd);
     aclOpExecutor *ex = pa_executor_create(op, &plan, sizeof plan, 0, &src, 1, &dst, 1);
-    if (ex == NULL) return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory", api);
+    if (ex == NULL) return pa_rt_fail_oom(api, "the FRACTAL_NZ conversion's executor");
     const int rc = pa_executor_launch(op, NULL, 0, ex, stream);
     if (rc != 0) pa_rt_note_error(rc);
     return rc;

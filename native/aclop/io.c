@@ -129,8 +129,7 @@ static aclError load_one(const char *api, const pa_aclop_def *op, bool is_out, i
     }
     const int64_t flat = numel;
     t->t = aclCreateTensor(on > 0 ? t->dims : &flat, (uint64_t)on, d.dtype, NULL, 0, ACL_FORMAT_ND, &flat, 1, base);
-    if (t->t == NULL) return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: op %s: cannot describe %s %s", api, op->name,
-                                        kind, t->name);
+    if (t->t == NULL) return pa_rt_fail_oom(api, "an operand's aclTensor");
     return ACL_SUCCESS;
 }
 

@@ -100,7 +100,7 @@ static aclTensor *mask_for(const char *op, pa_aclop_tensor *mask, bool triu, boo
     aclTensor *t = aclCreateTensor(mask->dims, (uint64_t)mask->ndim, ACL_BOOL, NULL, 0, ACL_FORMAT_ND, &flat, 1,
                                    base);
     if (t == NULL) {
-        pa_rt_fail(ACL_ERROR_BAD_ALLOC, "aclopCompileAndExecute: op %s: out of host memory", op);
+        pa_rt_fail_oom(op, "the mask's tensor");
         return NULL;
     }
     *owned = true;

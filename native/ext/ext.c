@@ -1,6 +1,8 @@
 /* pyaclnn's own API (include/pyaclnn/pyaclnn_ext.h): runtime description,
  * ISA cap and kernel thread count. */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common/pa_common.h"
 #include "cpu/pa_cpu.h"
@@ -11,10 +13,38 @@
 
 #define PA_VERSION_STRING "0.1.0"
 
+#define PA_INFO_CAP 256
+
+/* The calling thread's buffer for pyaclnnGetRuntimeInfo, freed at thread exit. */
+static PA_THREAD_LOCAL char *tl_info;
+static pthread_once_t g_info_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_info_key;
+static bool g_info_key_ok;
+
+static void info_free(void *p) {
+    free(p);
+    tl_info = NULL;
+}
+static void info_key_init(void) { g_info_key_ok = pthread_key_create(&g_info_key, info_free) == 0; }
+
 PA_API const char *pyaclnnGetRuntimeInfo(void) {
-    /* Rebuilt on every call; valid until the next call on the same thread. */
-    static _Thread_local char buf[256];
-    snprintf(buf, sizeof buf,
+    /* Rebuilt on every call; valid until the next call on the same thread.
+     * NULL when host memory ran out. */
+    if (tl_info == NULL) {
+        pthread_once(&g_info_once, info_key_init);
+        char *b = g_info_key_ok ? malloc(PA_INFO_CAP) : NULL;
+        if (b != NULL && pthread_setspecific(g_info_key, b) != 0) {
+            free(b);
+            b = NULL;
+        }
+        if (b == NULL) {
+            pa_fail_oom(ACL_ERROR_BAD_ALLOC, "pyaclnnGetRuntimeInfo", "the text");
+            return NULL;
+        }
+        tl_info = b;
+    }
+    char *buf = tl_info;
+    snprintf(buf, PA_INFO_CAP,
              "{\"isa\":\"%s\",\"detected_isa\":\"%s\",\"avx512bf16\":%s,\"num_threads\":%d,\"version\":\"%s\"}",
              pa_isa_name(pa_cpu_isa()), pa_isa_name(pa_cpu_detected_isa()),
              pa_cpu_has_avx512bf16() ? "true" : "false", pa_num_threads(), PA_VERSION_STRING);

@@ -173,7 +173,7 @@ aclOpExecutor *pa_executor_create(const pa_op_def *op, const void *plan, size_t 
     }
     aclOpExecutor *ex = malloc(sizeof *ex + plan_size);
     if (ex == NULL) {
-        pa_set_errmsg("%s: out of host memory for the executor", op->name);
+        pa_set_errmsg("%sGetWorkspaceSize: out of host memory for the executor", op->name);
         return NULL;
     }
     memset(ex, 0, sizeof *ex);
@@ -191,7 +191,7 @@ aclOpExecutor *pa_executor_create(const pa_op_def *op, const void *plan, size_t 
     if (!registry_reserve()) {
         pthread_mutex_unlock(&g_lock);
         free(ex);
-        pa_set_errmsg("%s: out of host memory for the executor registry", op->name);
+        pa_set_errmsg("%sGetWorkspaceSize: out of host memory for the executor registry", op->name);
         return NULL;
     }
     size_t k = bucket_of(ex, g_nbuckets);
@@ -313,8 +313,12 @@ aclnnStatus pa_executor_launch(const pa_op_def *op, void *workspace, uint64_t wo
     }
     pa_launch_task *task = malloc(sizeof *task + executor->plan_size);
     if (task == NULL) {
+        if (!executor->repeatable) { /* spent by this launch, as when the stream refuses the task */
+            registry_remove(executor);
+            quarantine_push(executor);
+        }
         pthread_mutex_unlock(&g_lock);
-        return pa_fail(ACLNN_ERR_INNER, "%s: out of host memory for the launch", op->name);
+        return pa_fail_oom(ACLNN_ERR_INNER_NULLPTR, op->name, "the launch");
     }
     task->op = op;
     task->workspace = workspace;
@@ -331,7 +335,13 @@ aclnnStatus pa_executor_launch(const pa_op_def *op, void *workspace, uint64_t wo
         quarantine_push(executor);
     }
     pthread_mutex_unlock(&g_lock);
-    return pa_stream_submit(stream, run_task, free_task, task);
+    rc = pa_stream_submit(stream, run_task, free_task, task);
+    if (rc == ACL_SUCCESS) return ACLNN_SUCCESS;
+    /* The runtime's message, under the op's name; out of host memory is the
+     * op's own code, whichever allocation failed. */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", pa_get_errmsg());
+    return pa_fail(rc == ACL_ERROR_BAD_ALLOC ? ACLNN_ERR_INNER_NULLPTR : rc, "%s: %s", op->name, msg);
 }
 
 /* ---- public executor API ---- */

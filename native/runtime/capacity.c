@@ -121,50 +121,72 @@ bool pa_parse_bytes(const char *s, size_t *out) {
     return true;
 }
 
-/* Physical RAM, or the cgroup memory limit when that is lower (0 if unknown). */
-static size_t host_ram_limit(void) {
+/* Physical RAM, or the cgroup memory limit when that is lower (0 if unknown).
+ * *transient: a limit file could not be read for a passing reason (out of
+ * memory or file descriptors), so the answer may change on the next call. */
+static size_t host_ram_limit(bool *transient) {
     unsigned long long ram = 0;
     long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
     if (pages > 0 && ps > 0) ram = (unsigned long long)pages * (unsigned long long)ps;
     static const char *const limits[] = {"/sys/fs/cgroup/memory.max",
                                          "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-        FILE *f = fopen(limits[i], "r");
+        bool t = false;
+        FILE *f = pa_open_sys_file(limits[i], &t);
+        if (t) *transient = true;
         if (f == NULL) continue;
         unsigned long long lim = 0;
-        if (fscanf(f, "%llu", &lim) == 1 && lim > 0 && (ram == 0 || lim < ram)) ram = lim;
+        int got = fscanf(f, "%llu", &lim);
+        if (got == EOF && ferror(f)) *transient = true;
+        if (got == 1 && lim > 0 && (ram == 0 || lim < ram)) ram = lim; /* "max": no limit */
         fclose(f);
     }
     return ram > SIZE_MAX ? SIZE_MAX : (size_t)ram;
 }
 
-static pthread_once_t g_cap_once = PTHREAD_ONCE_INIT;
-static size_t g_capacity;
+/* The capacity is computed once, except that a transient failure to read the
+ * cgroup limit is not kept: that call uses what it could read, and the next
+ * one reads again. */
+static pthread_mutex_t g_cap_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool g_cap_known;
+static atomic_size_t g_capacity;
 static atomic_size_t g_used;
 
+/* Caller holds g_cap_mu. */
 static void capacity_init(void) {
+    static bool warned;
     const char *env = getenv("PYACLNN_DEVICE_MEMORY");
     if (env != NULL && env[0] != '\0') {
         size_t v;
         if (pa_parse_bytes(env, &v) && v > 0) {
-            g_capacity = v;
+            atomic_store(&g_capacity, v);
+            atomic_store(&g_cap_known, true);
             return;
         }
-        fprintf(stderr,
-                "pyaclnn: warning: ignoring PYACLNN_DEVICE_MEMORY=\"%s\" (expected a byte count > 0, e.g. 8G or "
-                "512M)\n",
-                env);
+        if (!warned) {
+            fprintf(stderr,
+                    "pyaclnn: warning: ignoring PYACLNN_DEVICE_MEMORY=\"%s\" (expected a byte count > 0, e.g. 8G "
+                    "or 512M)\n",
+                    env);
+        }
+        warned = true;
     }
     size_t cap = pa_soc_hbm_bytes();
-    size_t ram = host_ram_limit();
+    bool transient = false;
+    size_t ram = host_ram_limit(&transient);
     if (ram != 0 && ram / 2 < cap) cap = ram / 2;
     cap &= ~(PA_DEVICE_GRANULARITY - 1);
-    g_capacity = cap != 0 ? cap : PA_DEVICE_GRANULARITY;
+    atomic_store(&g_capacity, cap != 0 ? cap : PA_DEVICE_GRANULARITY);
+    if (!transient) atomic_store(&g_cap_known, true);
 }
 
 size_t pa_capacity_total(void) {
-    pthread_once(&g_cap_once, capacity_init);
-    return g_capacity;
+    if (!atomic_load(&g_cap_known)) {
+        pthread_mutex_lock(&g_cap_mu);
+        if (!atomic_load(&g_cap_known)) capacity_init();
+        pthread_mutex_unlock(&g_cap_mu);
+    }
+    return atomic_load(&g_capacity);
 }
 
 size_t pa_capacity_used(void) { return atomic_load(&g_used); }

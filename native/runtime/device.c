@@ -32,7 +32,7 @@ static pa_context *g_contexts; /* user-created contexts */
 static int64_t g_sysopt[PA_NUM_SYSOPT];
 
 /* Current context of this thread (NULL = the device's default context). */
-static _Thread_local pa_context *tl_ctx;
+static PA_THREAD_LOCAL pa_context *tl_ctx;
 
 bool pa_rt_device_active(void) {
     pa_rt_lock();
@@ -269,7 +269,7 @@ PA_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
     aclError rc = check_device_id("aclrtCreateContext", deviceId);
     if (rc != ACL_SUCCESS) return rc;
     pa_context *c = calloc(1, sizeof *c);
-    if (c == NULL) return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtCreateContext: out of host memory");
+    if (c == NULL) return pa_rt_fail_oom("aclrtCreateContext", "the context");
     c->magic = PA_CTX_MAGIC;
     c->device = deviceId;
     pa_rt_lock();

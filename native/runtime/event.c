@@ -4,11 +4,16 @@
  * CLOCK_MONOTONIC and advances done_seq; recording again makes the event
  * not-ready until the new record runs. aclrtStreamWaitEvent captures
  * record_seq at call time and queues a task that blocks its stream's worker
- * until done_seq reaches it. A record task that is dropped (forced stream
- * destruction) still completes its record, so no waiter can hang.
+ * until done_seq reaches it.
+ *
+ * A record becomes visible (record_seq) only once its task is queued, so an
+ * aclrtRecordEvent that fails leaves the event as it was. A queued record
+ * task that is dropped (forced stream destruction) completes its record
+ * without a time stamp, so no waiter can hang and no elapsed time is made up.
  *
  * Handles are checked against a registry and reference counted like streams. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "runtime/pa_runtime_internal.h"
@@ -23,7 +28,8 @@ typedef struct pa_event {
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* done_seq advanced */
-    uint64_t record_seq;
+    uint64_t issued;     /* records handed out (their tasks may not be queued yet) */
+    uint64_t record_seq; /* the highest record whose task was queued */
     uint64_t done_seq;
     uint64_t reset_seq; /* record_seq at the last aclrtResetEvent */
     uint64_t stamp_ns;
@@ -77,12 +83,15 @@ static aclError create_event(const char *api, aclrtEvent *event, uint32_t flag) 
     aclError rc = pa_rt_require_device(api);
     if (rc != ACL_SUCCESS) return rc;
     pa_event *e = calloc(1, sizeof *e);
-    if (e == NULL) return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    if (e == NULL) return pa_rt_fail_oom(api, "the event");
     e->magic = PA_EVENT_MAGIC;
     e->flags = flag;
     e->refs = 1; /* the registry's reference */
-    pthread_mutex_init(&e->mu, NULL);
-    pa_rt_cond_init(&e->cv);
+    rc = pa_rt_sync_init(api, &e->mu, &e->cv, NULL);
+    if (rc != ACL_SUCCESS) {
+        free(e);
+        return rc;
+    }
     pa_rt_lock();
     e->next = g_events;
     g_events = e;
@@ -121,19 +130,23 @@ PA_API aclError aclrtDestroyEvent(aclrtEvent event) {
 
 /* ---- record ---- */
 
+/* Two owners: aclrtRecordEvent (until it has published the record) and the
+ * stream (until the task ran or was dropped); the last one finishes it. */
 typedef struct {
     pa_event *ev;
     uint64_t seq;
-    bool ran;
+    atomic_int owners;
+    bool ran; /* written by the worker before it lets go */
 } record_task;
 
-static void record_complete(pa_event *e, uint64_t seq) {
+/* seq ran (stamp) or was dropped (no stamp): waiters for it may go. */
+static void record_complete(pa_event *e, uint64_t seq, bool stamp) {
     uint64_t now = pa_rt_now_ns();
     pthread_mutex_lock(&e->mu);
     if (seq > e->done_seq) {
         e->done_seq = seq;
         e->stamp_ns = now;
-        e->stamp_valid = true;
+        e->stamp_valid = stamp;
     }
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
@@ -150,19 +163,21 @@ static aclError acquire_event_and_stream(aclrtEvent event, aclrtStream stream, c
     return rc;
 }
 
+static void record_task_let_go(record_task *t) {
+    if (atomic_fetch_sub(&t->owners, 1) != 1) return;
+    if (!t->ran) record_complete(t->ev, t->seq, false); /* dropped after it was published */
+    event_release(t->ev);
+    free(t);
+}
+
 static int record_task_run(void *p) {
     record_task *t = p;
-    record_complete(t->ev, t->seq);
+    record_complete(t->ev, t->seq, true);
     t->ran = true;
     return 0;
 }
 
-static void record_task_free(void *p) {
-    record_task *t = p;
-    if (!t->ran) record_complete(t->ev, t->seq); /* dropped: complete it anyway */
-    event_release(t->ev);
-    free(t);
-}
+static void record_task_free(void *p) { record_task_let_go(p); }
 
 PA_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     const char *api = "aclrtRecordEvent";
@@ -174,16 +189,27 @@ PA_API aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     if (t == NULL) {
         pa_stream_release(s);
         event_release(e);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+        return pa_rt_fail_oom(api, "the record task");
     }
     pthread_mutex_lock(&e->mu);
-    t->seq = ++e->record_seq;
+    t->seq = ++e->issued;
     pthread_mutex_unlock(&e->mu);
     t->ev = e; /* the task owns this reference */
     t->ran = false;
+    atomic_init(&t->owners, 2);
     rc = pa_stream_enqueue(s, record_task_run, record_task_free, t, api);
     pa_stream_release(s);
-    return rc;
+    if (rc != ACL_SUCCESS) {
+        /* Not queued (the stream let go of t already): the event stays as it was. */
+        event_release(e);
+        free(t);
+        return rc;
+    }
+    pthread_mutex_lock(&e->mu);
+    if (t->seq > e->record_seq) e->record_seq = t->seq;
+    pthread_mutex_unlock(&e->mu);
+    record_task_let_go(t);
+    return ACL_SUCCESS;
 }
 
 /* Takes effect immediately (not in stream order): the event returns to the
@@ -202,7 +228,7 @@ PA_API aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
     pa_stream_release(s);
     pthread_mutex_lock(&e->mu);
     e->reset_seq = e->record_seq;
-    e->done_seq = e->record_seq;
+    if (e->done_seq < e->record_seq) e->done_seq = e->record_seq; /* a record not yet published may have run */
     e->stamp_valid = false;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
@@ -353,7 +379,7 @@ PA_API aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
     if (t == NULL) {
         pa_stream_release(s);
         event_release(e);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+        return pa_rt_fail_oom(api, "the wait task");
     }
     t->ev = e; /* the task owns this reference */
     t->target = target;

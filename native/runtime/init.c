@@ -22,7 +22,7 @@ void pa_rt_lock(void) { pthread_mutex_lock(&g_rt_mu); }
 void pa_rt_unlock(void) { pthread_mutex_unlock(&g_rt_mu); }
 
 /* Last runtime error of this thread, for aclrtPeekAtLastError / aclrtGetLastError. */
-static _Thread_local int tl_last_error;
+static PA_THREAD_LOCAL int tl_last_error;
 
 void pa_rt_note_error(int code) {
     if (code != 0) tl_last_error = code;
@@ -45,12 +45,42 @@ uint64_t pa_rt_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void pa_rt_cond_init(pthread_cond_t *cv) {
+int pa_rt_fail_oom(const char *api, const char *what) {
+    pa_fail_oom(ACL_ERROR_BAD_ALLOC, api, what);
+    pa_rt_note_error(ACL_ERROR_BAD_ALLOC);
+    return ACL_ERROR_BAD_ALLOC;
+}
+
+int pa_rt_cond_init(pthread_cond_t *cv) {
     pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &attr);
+    int e = pthread_condattr_init(&attr);
+    if (e != 0) return e;
+    e = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (e == 0) e = pthread_cond_init(cv, &attr);
     pthread_condattr_destroy(&attr);
+    return e;
+}
+
+aclError pa_rt_sync_init(const char *api, pthread_mutex_t *mu, pthread_cond_t *cv1, pthread_cond_t *cv2) {
+    int e = pthread_mutex_init(mu, NULL);
+    const char *what = "mutex";
+    if (e == 0) {
+        what = "condition variable";
+        e = pa_rt_cond_init(cv1);
+        if (e == 0 && cv2 != NULL) {
+            e = pa_rt_cond_init(cv2);
+            if (e != 0) pthread_cond_destroy(cv1);
+        }
+        if (e != 0) pthread_mutex_destroy(mu);
+    }
+    if (e == 0) return ACL_SUCCESS;
+    return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot create a %s (%s)", api, what, strerror(e));
+}
+
+void pa_rt_sync_destroy(pthread_mutex_t *mu, pthread_cond_t *cv1, pthread_cond_t *cv2) {
+    pthread_mutex_destroy(mu);
+    pthread_cond_destroy(cv1);
+    if (cv2 != NULL) pthread_cond_destroy(cv2);
 }
 
 struct timespec pa_rt_deadline_ms(int32_t ms) {

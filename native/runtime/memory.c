@@ -71,7 +71,7 @@ static aclError dev_alloc(const char *api, void **devPtr, size_t size, bool alig
     if (!pa_memreg_add((uintptr_t)p, bytes, PA_MEM_DEVICE, NULL)) {
         pa_free_aligned(p);
         pa_capacity_uncharge(bytes);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the allocation table", api);
+        return pa_rt_fail_oom(api, "the allocation table");
     }
     *devPtr = p;
     return ACL_SUCCESS;
@@ -115,8 +115,7 @@ PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
     }
     if (!pa_memreg_add((uintptr_t)p, size, PA_MEM_HOST, NULL)) {
         pa_free_aligned(p);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                          "aclrtMallocHost: out of host memory for the allocation table");
+        return pa_rt_fail_oom("aclrtMallocHost", "the allocation table");
     }
     *hostPtr = p;
     return ACL_SUCCESS;
@@ -166,7 +165,7 @@ PA_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterTyp
                 return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: [%p, +%llu) wraps around the address space", api,
                                   ptr, (unsigned long long)size);
             }
-            return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the range table", api);
+            return pa_rt_fail_oom(api, "the range table");
         }
         /* overlapping another registration is CANN's "already registered" */
         return pa_rt_fail(clash.kind == PA_MEM_HOST_REGISTERED ? ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED
@@ -282,7 +281,7 @@ static aclError submit_mem_task(const char *api, aclrtStream stream, void *dst, 
     mem_task *t = malloc(sizeof *t);
     if (t == NULL) {
         pa_stream_release(s);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+        return pa_rt_fail_oom(api, "the copy task");
     }
     t->dst = dst;
     t->src = src;

@@ -21,6 +21,11 @@
  * error (aclrtPeekAtLastError / aclrtGetLastError). */
 int pa_rt_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pa_rt_note_error(int code);
+/* Host memory for the runtime's own bookkeeping (a stream, an event, a task,
+ * a registry entry) ran out: ACL_ERROR_BAD_ALLOC with "<api>: out of host
+ * memory for <what>". Memory a call was asked for (device memory, a physical
+ * or pinned allocation) is ACL_ERROR_RT_MEMORY_ALLOCATION instead. */
+int pa_rt_fail_oom(const char *api, const char *what);
 
 /* ---- process-wide runtime lock ---- */
 void pa_rt_lock(void);
@@ -36,8 +41,14 @@ void pa_rt_device_teardown_all(void);
 
 /* ---- time helpers (init.c) ---- */
 uint64_t pa_rt_now_ns(void);  /* CLOCK_MONOTONIC */
-/* Initialises a condition variable that waits on CLOCK_MONOTONIC. */
-void pa_rt_cond_init(pthread_cond_t *cv);
+/* Initialises a condition variable that waits on CLOCK_MONOTONIC; 0 or an errno value. */
+int pa_rt_cond_init(pthread_cond_t *cv) __attribute__((warn_unused_result));
+/* Initialises a mutex and one or two such condition variables (cv2 may be
+ * NULL). On failure none is left initialised and the call fails with
+ * ACL_ERROR_RT_RESOURCE_ALLOC_FAIL and a message naming `api`. */
+aclError pa_rt_sync_init(const char *api, pthread_mutex_t *mu, pthread_cond_t *cv1, pthread_cond_t *cv2)
+    __attribute__((warn_unused_result));
+void pa_rt_sync_destroy(pthread_mutex_t *mu, pthread_cond_t *cv1, pthread_cond_t *cv2);
 /* Absolute CLOCK_MONOTONIC deadline `ms` from now. */
 struct timespec pa_rt_deadline_ms(int32_t ms);
 /* Waits on cv; deadline NULL = forever. Returns 0, or ETIMEDOUT. */

@@ -1,5 +1,5 @@
 /* Streams: each stream is a FIFO of tasks served by its own worker thread
- * (started on the first submission). A launch returns at once; synchronising
+ * (started when the stream is created). A launch returns at once; synchronising
  * waits until the FIFO is empty and the worker idle, then reports the first
  * error a task recorded since the previous synchronise (tasks after a failed
  * one still run).
@@ -77,16 +77,34 @@ static bool drained(pa_stream *s, uint64_t unused) {
 static pa_stream *g_streams;        /* all live streams, including the default one */
 static pa_stream *g_default_stream; /* the NULL stream */
 
-static pa_stream *stream_new(bool is_default) {
+static void *stream_worker(void *p);
+
+/* A new stream with its worker thread running, as CANN's streams exist in
+ * hardware from creation: every resource is made here, so a stream that was
+ * created can take work, and a failure is the create call's. */
+static aclError stream_new(const char *api, bool is_default, pa_stream **out) {
     pa_stream *s = calloc(1, sizeof *s);
-    if (s == NULL) return NULL;
+    if (s == NULL) return pa_rt_fail_oom(api, "the stream");
     s->magic = PA_STREAM_MAGIC;
     s->is_default = is_default;
     s->refs = 1; /* the registry's reference */
-    pthread_mutex_init(&s->mu, NULL);
-    pa_rt_cond_init(&s->cv_work);
-    pa_rt_cond_init(&s->cv_idle);
-    return s;
+    aclError rc = pa_rt_sync_init(api, &s->mu, &s->cv_work, &s->cv_idle);
+    if (rc != ACL_SUCCESS) {
+        free(s);
+        return rc;
+    }
+    pthread_mutex_lock(&s->mu);
+    int e = pthread_create(&s->thread, NULL, stream_worker, s);
+    s->started = e == 0;
+    pthread_mutex_unlock(&s->mu);
+    if (e != 0) {
+        pa_rt_sync_destroy(&s->mu, &s->cv_work, &s->cv_idle);
+        free(s);
+        return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot start the stream's worker thread (%s)", api,
+                          strerror(e));
+    }
+    *out = s;
+    return ACL_SUCCESS;
 }
 
 static void stream_free(pa_stream *s) {
@@ -120,11 +138,11 @@ aclError pa_stream_acquire(aclrtStream handle, const char *api, pa_stream **out)
         if (rc != ACL_SUCCESS) return rc;
         pa_rt_lock();
         if (g_default_stream == NULL) {
-            pa_stream *s = stream_new(true);
-            if (s == NULL) {
+            pa_stream *s = NULL;
+            rc = stream_new(api, true, &s);
+            if (rc != ACL_SUCCESS) {
                 pa_rt_unlock();
-                return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory creating the default stream",
-                                  api);
+                return rc;
             }
             s->next = g_streams;
             g_streams = s;
@@ -208,7 +226,7 @@ aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn,
     pa_task *t = malloc(sizeof *t);
     if (t == NULL) {
         if (free_fn != NULL) free_fn(arg);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory queueing a task", api);
+        return pa_rt_fail_oom(api, "the stream's task queue");
     }
     t->fn = fn;
     t->free_fn = free_fn;
@@ -220,17 +238,6 @@ aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn,
         free(t);
         if (free_fn != NULL) free_fn(arg);
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream %p is being destroyed", api, (void *)s);
-    }
-    if (!s->started) {
-        int e = pthread_create(&s->thread, NULL, stream_worker, s);
-        if (e != 0) {
-            pthread_mutex_unlock(&s->mu);
-            free(t);
-            if (free_fn != NULL) free_fn(arg);
-            return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot start the stream worker thread (%s)",
-                              api, strerror(e));
-        }
-        s->started = true;
     }
     if (s->tail != NULL) s->tail->next = t;
     else s->head = t;
@@ -362,7 +369,7 @@ aclError pa_streams_sync_all(int32_t timeout, const char *api) {
     pa_stream **snap = n ? malloc(n * sizeof *snap) : NULL;
     if (n != 0 && snap == NULL) {
         pa_rt_unlock();
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+        return pa_rt_fail_oom(api, "the list of streams");
     }
     size_t i = 0;
     for (pa_stream *s = g_streams; s != NULL; s = s->next) {
@@ -402,8 +409,9 @@ static aclError create_stream(const char *api, aclrtStream *stream) {
     if (stream == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream must not be NULL", api);
     aclError rc = pa_rt_require_device(api);
     if (rc != ACL_SUCCESS) return rc;
-    pa_stream *s = stream_new(false);
-    if (s == NULL) return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+    pa_stream *s = NULL;
+    rc = stream_new(api, false, &s);
+    if (rc != ACL_SUCCESS) return rc;
     pa_rt_lock();
     s->next = g_streams;
     g_streams = s;
@@ -520,7 +528,7 @@ static aclError launch_host_call(const char *api, aclrtStream stream, void (*fn)
     host_call *h = malloc(sizeof *h);
     if (h == NULL) {
         pa_stream_release(s);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
+        return pa_rt_fail_oom(api, "the callback");
     }
     h->fn = fn;
     h->arg = arg;

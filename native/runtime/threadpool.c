@@ -26,18 +26,35 @@
  * ------------------------------------------------------------------------- */
 
 static atomic_int g_override;      /* pa_set_num_threads (0 = none) */
-static pthread_once_t g_count_once = PTHREAD_ONCE_INIT;
-static int g_env_threads;          /* PYACLNN_NUM_THREADS (0 = unset / invalid) */
-static int g_cpu_threads = 1;      /* usable CPUs */
+static pthread_mutex_t g_count_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool g_count_known;  /* the counts below are final */
+static atomic_int g_env_threads;   /* PYACLNN_NUM_THREADS (0 = unset / invalid) */
+static atomic_int g_cpu_threads = 1; /* usable CPUs */
+
+/* A limit file (cgroup) that cannot be read for a passing reason (out of
+ * memory or file descriptors) sets *transient: the counts are then used but
+ * read again next time, instead of taking the failure for "no limit" for good. */
+static FILE *open_limit(const char *path, bool *transient) {
+    bool t = false;
+    FILE *f = pa_open_sys_file(path, &t);
+    if (t) *transient = true;
+    return f;
+}
+
+/* fscanf result `got` of f (then closed): a read error is transient too. */
+static int scanned(FILE *f, int got, bool *transient) {
+    if (got == EOF && ferror(f)) *transient = true;
+    fclose(f);
+    return got;
+}
 
 /* Reads "<quota> <period>" (cgroup v2 cpu.max). Returns CPUs or 0 if unlimited/unknown. */
-static int read_cpu_max(const char *path) {
-    FILE *f = fopen(path, "r");
+static int read_cpu_max(const char *path, bool *transient) {
+    FILE *f = open_limit(path, transient);
     if (f == NULL) return 0;
     char q[64] = {0};
     long long period = 0;
-    int got = fscanf(f, "%63s %lld", q, &period);
-    fclose(f);
+    int got = scanned(f, fscanf(f, "%63s %lld", q, &period), transient);
     if (got != 2 || strcmp(q, "max") == 0 || period <= 0) return 0;
     long long quota = atoll(q);
     if (quota <= 0) return 0;
@@ -45,22 +62,21 @@ static int read_cpu_max(const char *path) {
     return n > PA_MAX_THREADS ? PA_MAX_THREADS : (int)n;
 }
 
-static long long read_ll(const char *path) {
-    FILE *f = fopen(path, "r");
+static long long read_ll(const char *path, bool *transient) {
+    FILE *f = open_limit(path, transient);
     if (f == NULL) return 0;
     long long v = 0;
-    if (fscanf(f, "%lld", &v) != 1) v = 0;
-    fclose(f);
+    if (scanned(f, fscanf(f, "%lld", &v), transient) != 1) v = 0;
     return v;
 }
 
 /* cgroup v1 cfs quota in `dir`. Returns CPUs or 0. */
-static int read_cfs(const char *dir) {
+static int read_cfs(const char *dir, bool *transient) {
     char p[512];
     snprintf(p, sizeof p, "%s/cpu.cfs_quota_us", dir);
-    long long quota = read_ll(p);
+    long long quota = read_ll(p, transient);
     snprintf(p, sizeof p, "%s/cpu.cfs_period_us", dir);
-    long long period = read_ll(p);
+    long long period = read_ll(p, transient);
     if (quota <= 0 || period <= 0) return 0;
     long long n = (quota + period - 1) / period;
     return n > PA_MAX_THREADS ? PA_MAX_THREADS : (int)n;
@@ -73,11 +89,11 @@ static int min_limit(int a, int b) {
 }
 
 /* CPU quota of this process's cgroup (and its ancestors); 0 = no limit. */
-static int cgroup_cpu_limit(void) {
+static int cgroup_cpu_limit(bool *transient) {
     int limit = 0;
     char v2path[384] = "";
     char v1path[384] = "";
-    FILE *f = fopen("/proc/self/cgroup", "r");
+    FILE *f = open_limit("/proc/self/cgroup", transient);
     if (f != NULL) {
         char line[512];
         while (fgets(line, sizeof line, f) != NULL) {
@@ -97,6 +113,7 @@ static int cgroup_cpu_limit(void) {
                 if (strstr(list, ",cpu,") != NULL) snprintf(v1path, sizeof v1path, "%s", path);
             }
         }
+        if (ferror(f)) *transient = true;
         fclose(f);
     }
     /* cgroup v2: walk from our cgroup up to the root. */
@@ -105,7 +122,7 @@ static int cgroup_cpu_limit(void) {
     for (;;) {
         char p[512];
         snprintf(p, sizeof p, "/sys/fs/cgroup%s/cpu.max", strcmp(dir, "/") == 0 ? "" : dir);
-        limit = min_limit(limit, read_cpu_max(p));
+        limit = min_limit(limit, read_cpu_max(p, transient));
         char *slash = strrchr(dir, '/');
         if (slash == NULL || dir[0] == '\0' || strcmp(dir, "/") == 0) break;
         if (slash == dir) snprintf(dir, sizeof dir, "/");
@@ -117,23 +134,28 @@ static int cgroup_cpu_limit(void) {
         char p[512];
         if (v1path[0] != '\0' && strcmp(v1path, "/") != 0) {
             snprintf(p, sizeof p, "%s%s", roots[i], v1path);
-            limit = min_limit(limit, read_cfs(p));
+            limit = min_limit(limit, read_cfs(p, transient));
         }
-        limit = min_limit(limit, read_cfs(roots[i]));
+        limit = min_limit(limit, read_cfs(roots[i], transient));
     }
     return limit;
 }
 
+/* Caller holds g_count_mu. */
 static void count_init(void) {
-    const char *s = getenv("PYACLNN_NUM_THREADS");
-    if (s != NULL && s[0] != '\0') {
-        char *end = NULL;
-        long v = strtol(s, &end, 10);
-        if (end != NULL && *end == '\0' && v > 0) {
-            g_env_threads = v > PA_MAX_THREADS ? PA_MAX_THREADS : (int)v;
-        } else {
-            fprintf(stderr, "pyaclnn: warning: ignoring PYACLNN_NUM_THREADS=\"%s\" (expected a positive integer)\n",
-                    s);
+    static bool env_done;
+    if (!env_done) {
+        env_done = true;
+        const char *s = getenv("PYACLNN_NUM_THREADS");
+        if (s != NULL && s[0] != '\0') {
+            char *end = NULL;
+            long v = strtol(s, &end, 10);
+            if (end != NULL && *end == '\0' && v > 0) {
+                atomic_store(&g_env_threads, v > PA_MAX_THREADS ? PA_MAX_THREADS : (int)v);
+            } else {
+                fprintf(stderr,
+                        "pyaclnn: warning: ignoring PYACLNN_NUM_THREADS=\"%s\" (expected a positive integer)\n", s);
+            }
         }
     }
     int n = 0;
@@ -144,22 +166,32 @@ static void count_init(void) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         n = c > 0 ? (int)c : 1;
     }
-    int lim = cgroup_cpu_limit();
+    bool transient = false;
+    int lim = cgroup_cpu_limit(&transient);
     if (lim > 0 && lim < n) n = lim;
     if (n > PA_MAX_THREADS) n = PA_MAX_THREADS;
-    g_cpu_threads = n > 0 ? n : 1;
+    atomic_store(&g_cpu_threads, n > 0 ? n : 1);
+    if (!transient) atomic_store(&g_count_known, true);
+}
+
+static void counts_load(void) {
+    if (atomic_load(&g_count_known)) return;
+    pthread_mutex_lock(&g_count_mu);
+    if (!atomic_load(&g_count_known)) count_init();
+    pthread_mutex_unlock(&g_count_mu);
 }
 
 int pa_rt_usable_cpus(void) {
-    pthread_once(&g_count_once, count_init);
-    return g_cpu_threads;
+    counts_load();
+    return atomic_load(&g_cpu_threads);
 }
 
 int pa_num_threads(void) {
     int o = atomic_load(&g_override);
     if (o > 0) return o;
-    pthread_once(&g_count_once, count_init);
-    return g_env_threads > 0 ? g_env_threads : g_cpu_threads;
+    counts_load();
+    int env = atomic_load(&g_env_threads);
+    return env > 0 ? env : atomic_load(&g_cpu_threads);
 }
 
 /* An explicit setting wins over PYACLNN_NUM_THREADS; 0 returns to the default. */
@@ -203,7 +235,7 @@ static bool g_stop;         /* g_pool_mu */
 static unsigned long long g_start_gen;
 static bool g_spin;
 
-static _Thread_local bool tl_in_pool; /* inside a chunk, or a pool thread */
+static PA_THREAD_LOCAL bool tl_in_pool; /* inside a chunk, or a pool thread */
 
 static void run_chunks(pa_job *j) {
     for (;;) {
@@ -264,9 +296,8 @@ static void pool_resize(int want) {
     if (want <= 0) return;
     g_threads = malloc((size_t)want * sizeof *g_threads);
     if (g_threads == NULL) return;
-    pthread_once(&g_count_once, count_init);
     g_start_gen = atomic_load(&g_gen);
-    g_spin = want + 1 <= g_cpu_threads;
+    g_spin = want + 1 <= pa_rt_usable_cpus();
     int made = 0;
     for (; made < want; made++) {
         if (pthread_create(&g_threads[made], NULL, helper_main, NULL) != 0) break;
@@ -327,15 +358,18 @@ void pa_parallel_for(int64_t n, int64_t grain, pa_range_fn fn, void *ctx) {
 
 static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_scratch_key;
-static _Thread_local void *tl_scratch;
-static _Thread_local size_t tl_scratch_cap;
+static PA_THREAD_LOCAL void *tl_scratch;
+static PA_THREAD_LOCAL size_t tl_scratch_cap;
+
+static bool g_scratch_key_ok;
 
 static void scratch_free(void *p) { pa_free_aligned(p); }
-static void scratch_key_init(void) { pthread_key_create(&g_scratch_key, scratch_free); }
+static void scratch_key_init(void) { g_scratch_key_ok = pthread_key_create(&g_scratch_key, scratch_free) == 0; }
 
 void *pa_thread_scratch(size_t bytes) {
     if (tl_scratch != NULL && bytes <= tl_scratch_cap) return tl_scratch;
     pthread_once(&g_scratch_once, scratch_key_init);
+    if (!g_scratch_key_ok) return NULL; /* nothing would free the buffer when the thread exits */
     size_t cap = tl_scratch_cap * 2;
     if (cap < bytes) cap = bytes;
     if (cap < 4096) cap = 4096;
@@ -343,9 +377,12 @@ void *pa_thread_scratch(size_t bytes) {
     cap = (cap + 63) & ~(size_t)63;
     void *p = pa_alloc_aligned(cap);
     if (p == NULL) return NULL;
+    if (pthread_setspecific(g_scratch_key, p) != 0) { /* nothing would free it when the thread exits */
+        pa_free_aligned(p);
+        return NULL;
+    }
     pa_free_aligned(tl_scratch);
     tl_scratch = p;
     tl_scratch_cap = cap;
-    pthread_setspecific(g_scratch_key, p); /* freed when the thread exits */
     return p;
 }

@@ -156,7 +156,11 @@ PA_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, cons
     size_t bytes = (size + gran - 1) / gran * gran;
     if (!pa_capacity_charge(bytes)) return pa_capacity_fail(api, bytes);
     pa_phys *p = calloc(1, sizeof *p);
-    int fd = p == NULL ? -1 : memfd_create("pyaclnn-physical", MFD_CLOEXEC);
+    if (p == NULL) {
+        pa_capacity_uncharge(bytes);
+        return pa_rt_fail_oom(api, "the physical allocation's handle");
+    }
+    int fd = memfd_create("pyaclnn-physical", MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
         int err = errno;
         if (fd >= 0) close(fd);
@@ -221,12 +225,14 @@ PA_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignm
     }
     size_t rounded = (size + PA_DEVICE_GRANULARITY - 1) & ~(PA_DEVICE_GRANULARITY - 1);
     size_t span = rounded + align;
+    pa_resv *r = calloc(1, sizeof *r);
+    if (r == NULL) return pa_rt_fail_oom(api, "the reservation's record");
     void *m = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    pa_resv *r = m == MAP_FAILED ? NULL : calloc(1, sizeof *r);
-    if (r == NULL) {
-        if (m != MAP_FAILED) munmap(m, span);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot reserve %zu bytes of address space", api,
-                          size);
+    if (m == MAP_FAILED) {
+        int err = errno;
+        free(r);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot reserve %zu bytes of address space (%s)", api,
+                          size, strerror(err));
     }
     r->mapping = m;
     r->mapping_size = span;
@@ -258,9 +264,14 @@ PA_API aclError aclrtReleaseMemAddress(void *virPtr) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: %p still has %zu mapped range(s); aclrtUnmapMem them first",
                           api, virPtr, n);
     }
+    if (munmap(r->mapping, r->mapping_size) != 0) {
+        int err = errno;
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot release %p (munmap: %s); it stays reserved", api,
+                          virPtr, strerror(err));
+    }
     *rp = r->next;
     pthread_mutex_unlock(&g_vmm_mu);
-    munmap(r->mapping, r->mapping_size);
     free(r);
     return ACL_SUCCESS;
 }
@@ -277,9 +288,9 @@ static pa_resv *resv_containing(uintptr_t va, size_t size) {
     return NULL;
 }
 
-/* The run of adjacent mappings around `at` (in r's sorted list): [*lo, *hi). */
-static void run_bounds(const pa_resv *r, const pa_map *at, uintptr_t *lo, uintptr_t *hi) {
-    uintptr_t start = at->va, end = at->va + at->size;
+/* The run of mappings adjacent to [va, end) (in r's sorted list), with it: [*lo, *hi). */
+static void run_bounds(const pa_resv *r, uintptr_t va, uintptr_t end, uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t start = va;
     bool grew = true;
     while (grew) {
         grew = false;
@@ -291,6 +302,44 @@ static void run_bounds(const pa_resv *r, const pa_map *at, uintptr_t *lo, uintpt
     *lo = start;
     *hi = end;
 }
+
+/* Up to two registry ranges [lo, hi); empty ones (lo == hi) are skipped. */
+typedef struct {
+    struct {
+        uintptr_t lo, hi;
+    } r[2];
+} ranges2;
+
+static void reg_remove(const ranges2 *x) {
+    for (int i = 0; i < 2; i++) {
+        if (x->r[i].lo < x->r[i].hi) pa_memreg_remove(x->r[i].lo, PA_MEM_VIRTUAL_MAPPED, NULL);
+    }
+}
+
+/* Adds x's ranges; all or none (false: out of host memory). */
+static bool reg_add(const ranges2 *x) {
+    for (int i = 0; i < 2; i++) {
+        const uintptr_t lo = x->r[i].lo, hi = x->r[i].hi;
+        if (lo < hi && !pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, NULL)) {
+            if (i == 1 && x->r[0].lo < x->r[0].hi) pa_memreg_remove(x->r[0].lo, PA_MEM_VIRTUAL_MAPPED, NULL);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Replaces the registry ranges `from` by `to`, or (false: out of host memory)
+ * leaves `from` registered. Removing first, so the adds reuse the room just
+ * freed and the registry never lists memory that is not mapped. */
+static bool reg_replace(const ranges2 *from, const ranges2 *to) {
+    reg_remove(from);
+    if (reg_add(to)) return true;
+    (void)reg_add(from); /* fits where it was (unless other threads took the room: then it stays out, never in) */
+    return false;
+}
+
+static const int PA_RESERVE_PROT = PROT_NONE;
+static const int PA_RESERVE_FLAGS = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE;
 
 PA_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags) {
     const char *api = "aclrtMapMem";
@@ -332,9 +381,7 @@ PA_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMe
                             size, (void *)c->va, c->size);
         }
     }
-    if (rc == ACL_SUCCESS && (nm = calloc(1, sizeof *nm)) == NULL) {
-        rc = pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory", api);
-    }
+    if (rc == ACL_SUCCESS && (nm = calloc(1, sizeof *nm)) == NULL) rc = pa_rt_fail_oom(api, "the mapping's record");
     if (rc == ACL_SUCCESS &&
         mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, p->fd, (off_t)offset) == MAP_FAILED) {
         rc = pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: mmap failed (%s)", api, strerror(errno));
@@ -344,26 +391,25 @@ PA_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMe
         free(nm);
         return rc;
     }
-    /* Merge with the adjacent runs: one registry range per run. */
+    /* Mapped: now one registry range for the run it joins (its neighbours' ranges
+     * merge into it). Only then, so the registry never lists unmapped memory. */
+    uintptr_t lo, hi;
+    run_bounds(r, va, va + size, &lo, &hi);
+    const ranges2 sides = {{{lo, va}, {va + size, hi}}}, run = {{{lo, hi}, {0, 0}}};
+    if (!reg_replace(&sides, &run)) {
+        /* Back to reserved-only. If even that fails (the process is at its mapping
+         * limit), the pages stay mapped, untracked, until aclrtReleaseMemAddress. */
+        bool undone = mmap(virPtr, size, PA_RESERVE_PROT, PA_RESERVE_FLAGS, -1, 0) != MAP_FAILED;
+        pthread_mutex_unlock(&g_vmm_mu);
+        free(nm);
+        return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory for the range table%s", api,
+                          undone ? "" : " (and the mapping could not be undone: it stays until aclrtReleaseMemAddress)");
+    }
     nm->va = va;
     nm->size = size;
     nm->phys = p;
     nm->next = *ins;
     *ins = nm;
-    uintptr_t lo, hi;
-    run_bounds(r, nm, &lo, &hi);
-    if (lo < va) pa_memreg_remove(lo, PA_MEM_VIRTUAL_MAPPED, NULL);
-    if (hi > va + size) pa_memreg_remove(va + size, PA_MEM_VIRTUAL_MAPPED, NULL);
-    if (!pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, NULL)) {
-        /* Undo: restore the neighbours' ranges and the reservation. */
-        *ins = nm->next;
-        if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, NULL);
-        if (hi > va + size) pa_memreg_add(va + size, hi - (va + size), PA_MEM_VIRTUAL_MAPPED, NULL);
-        mmap(virPtr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-        pthread_mutex_unlock(&g_vmm_mu);
-        free(nm);
-        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of host memory for the range table", api);
-    }
     p->maps++;
     pthread_mutex_unlock(&g_vmm_mu);
     return ACL_SUCCESS;
@@ -382,16 +428,25 @@ PA_API aclError aclrtUnmapMem(void *virPtr) {
                           virPtr);
     }
     pa_map *m = *mp;
+    const uintptr_t end = va + m->size;
     uintptr_t lo, hi;
-    run_bounds(r, m, &lo, &hi);
-    pa_memreg_remove(lo, PA_MEM_VIRTUAL_MAPPED, NULL);
+    run_bounds(r, va, end, &lo, &hi);
+    /* Out of the registry first (kernels stop accepting it), then the pages go;
+     * if either step fails, everything is put back as it was. */
+    const ranges2 run = {{{lo, hi}, {0, 0}}}, sides = {{{lo, va}, {end, hi}}};
+    if (!reg_replace(&run, &sides)) {
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory for the range table; %p stays mapped", api,
+                          virPtr);
+    }
+    if (mmap(virPtr, m->size, PA_RESERVE_PROT, PA_RESERVE_FLAGS, -1, 0) == MAP_FAILED) {
+        int err = errno;
+        (void)reg_replace(&sides, &run);
+        pthread_mutex_unlock(&g_vmm_mu);
+        return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot unmap [%p, +%zu) (mmap: %s); it stays mapped",
+                          api, virPtr, m->size, strerror(err));
+    }
     *mp = m->next;
-    /* The pieces left on either side stay registered (a remove frees, so these
-     * adds only reuse memory just released). */
-    if (lo < va) pa_memreg_add(lo, va - lo, PA_MEM_VIRTUAL_MAPPED, NULL);
-    if (hi > va + m->size) pa_memreg_add(va + m->size, hi - (va + m->size), PA_MEM_VIRTUAL_MAPPED, NULL);
-    /* Back to reserved-only: the pages go, the address range stays. */
-    mmap(virPtr, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     pa_phys *p = m->phys;
     free(m);
     if (--p->maps == 0 && p->freed) phys_destroy(p);

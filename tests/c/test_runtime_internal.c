@@ -154,21 +154,22 @@ static void test_cgroup_parsing(void) {
     char dir[] = "/tmp/pa_cg_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char p[256], q[256];
+    bool t = false; /* a missing or unparsable file is "no limit" for good, not a transient failure */
     snprintf(p, sizeof p, "%s/cpu.max", dir);
     write_file(p, "150000 100000\n");
-    CHECK_EQ(read_cpu_max(p), 2);
+    CHECK_EQ(read_cpu_max(p, &t), 2);
     write_file(p, "max 100000\n");
-    CHECK_EQ(read_cpu_max(p), 0);
+    CHECK_EQ(read_cpu_max(p, &t), 0);
     write_file(p, "50000 100000\n");
-    CHECK_EQ(read_cpu_max(p), 1);
-    CHECK_EQ(read_cpu_max("/nonexistent/cpu.max"), 0);
+    CHECK_EQ(read_cpu_max(p, &t), 1);
+    CHECK_EQ(read_cpu_max("/nonexistent/cpu.max", &t), 0);
     snprintf(p, sizeof p, "%s/cpu.cfs_quota_us", dir);
     snprintf(q, sizeof q, "%s/cpu.cfs_period_us", dir);
     write_file(p, "250000\n");
     write_file(q, "100000\n");
-    CHECK_EQ(read_cfs(dir), 3);
+    CHECK_EQ(read_cfs(dir, &t), 3);
     write_file(p, "-1\n");
-    CHECK_EQ(read_cfs(dir), 0);
+    CHECK_EQ(read_cfs(dir, &t), 0);
     remove(p);
     remove(q);
     snprintf(p, sizeof p, "%s/cpu.max", dir);
@@ -176,7 +177,9 @@ static void test_cgroup_parsing(void) {
     rmdir(dir);
     CHECK_EQ(min_limit(0, 4), 4);
     CHECK_EQ(min_limit(3, 4), 3);
-    CHECK(cgroup_cpu_limit() >= 0);
+    CHECK(cgroup_cpu_limit(&t) >= 0);
+    CHECK(!t);
+    CHECK(pa_open_sys_file("/nonexistent/memory.max", &t) == NULL && !t);
 }
 
 /* ---- stream task errors ---- */

@@ -251,7 +251,9 @@ int nsa_plan_blob(const char *api, void *plan, size_t plan_size, size_t *seq_q_o
     *seq_kv_off = head + arr;
     char *b = pa_alloc_aligned(*blob_size);
     if (b == NULL) {
-        return pa_fail(ACLNN_ERR_INNER_NULLPTR, "%s: out of memory for the plan (%zu bytes)", api, *blob_size);
+        /* the plan is part of the executor: the vendor's code when it cannot be created */
+        return pa_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the plan (%zu bytes)", api,
+                       *blob_size);
     }
     memcpy(b, plan, plan_size);
     if (seq_q != NULL) {
