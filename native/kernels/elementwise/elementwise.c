@@ -135,6 +135,32 @@ typedef struct row {
     int64_t so, sa, sb;
 } row;
 
+/* The conversions torch_npu makes most (fp32 <-> fp16 / bf16): the same results
+ * as the general path (an fp32 value needs no rounding to odd), without it. */
+static bool convert_fast(row r, int64_t n, aclDataType ta, aclDataType to) {
+    if (ta == ACL_FLOAT && (to == ACL_FLOAT16 || to == ACL_BF16)) {
+        const bool h = to == ACL_FLOAT16;
+        for (int64_t i = 0; i < n; i++, r.o += r.so, r.a += r.sa) {
+            float f;
+            memcpy(&f, r.a, 4);
+            const uint16_t v = h ? pa_f32_to_f16(f) : pa_f32_to_bf16(f);
+            memcpy(r.o, &v, 2);
+        }
+        return true;
+    }
+    if ((ta == ACL_FLOAT16 || ta == ACL_BF16) && to == ACL_FLOAT) {
+        const bool h = ta == ACL_FLOAT16;
+        for (int64_t i = 0; i < n; i++, r.o += r.so, r.a += r.sa) {
+            uint16_t v;
+            memcpy(&v, r.a, 2);
+            const float f = h ? pa_f16_to_f32(v) : pa_bf16_to_f32(v);
+            memcpy(r.o, &f, 4);
+        }
+        return true;
+    }
+    return false;
+}
+
 static void run_row(const pa_ew_args *g, row r, int64_t n) {
     const aclDataType to = g->out.dtype, ta = g->a.dtype, tb = g->b.dtype;
     switch (g->op) {
@@ -148,6 +174,7 @@ static void run_row(const pa_ew_args *g, row r, int64_t n) {
             for (int64_t i = 0; i < n; i++, r.o += r.so, r.a += r.sa) memcpy(r.o, r.a, es);
             return;
         }
+        if (convert_fast(r, n, ta, to)) return;
         if (!pa_ew_dtype_is_float(ta) && !pa_ew_dtype_is_float(to)) {
             for (int64_t i = 0; i < n; i++, r.o += r.so, r.a += r.sa) store_i(r.o, to, load_i(r.a, ta));
         } else {
