@@ -186,6 +186,22 @@ def test_identity_cast_greater_and_nz_round_trip(runtime, stream):
     dg = Desc(shape=x.shape, dtype=bool)
     assert execute("Greater", [dx, zero], [dg], ffi.NULL, stream) == 0, errmsg()
     assert np.array_equal(dg.numpy(), x > np.float16(0.5))
+    # a host constant given with aclSetTensorConst needs no buffer
+    cdesc = lib.aclCreateTensorDesc(lib.ACL_FLOAT16, 0, ffi.NULL, lib.ACL_FORMAT_ND)
+    lib.aclSetTensorPlaceMent(cdesc, lib.ACL_MEMTYPE_HOST_COMPILE_INDEPENDENT)
+    value = np.array(-0.25, np.float16)
+    assert lib.aclSetTensorConst(cdesc, ffi.cast("void *", value.ctypes.data), 2) == 0
+    cbuf = lib.aclCreateDataBuffer(ffi.NULL, 0)
+    idesc = ffi.new("aclTensorDesc *[]", [dx.desc, cdesc])
+    ibuf = ffi.new("aclDataBuffer *[]", [dx.buf, cbuf])
+    odesc = ffi.new("aclTensorDesc *[]", [dg.desc])
+    obuf = ffi.new("aclDataBuffer *[]", [dg.buf])
+    assert lib.aclopCompileAndExecute(b"Greater", 2, idesc, ibuf, 1, odesc, obuf, ffi.NULL, lib.ACL_ENGINE_SYS,
+                                      lib.ACL_COMPILE_SYS, ffi.NULL, stream.handle) == 0, errmsg()
+    stream.synchronize()
+    assert np.array_equal(dg.numpy(), x > np.float16(-0.25))
+    lib.aclDestroyDataBuffer(cbuf)
+    lib.aclDestroyTensorDesc(cdesc)
     for d in (dx, dnz, dnd, dc, zero, dg):
         d.close()
 

@@ -10,16 +10,16 @@
 #include "runtime/pa_runtime_internal.h"
 #include "runtime/pa_stream.h"
 
-void *pa_aclop_scratch(const char *api, size_t bytes) {
-    void *p = NULL;
-    const aclError rc = aclrtMalloc(&p, bytes, ACL_MEM_MALLOC_HUGE_FIRST);
+aclError pa_aclop_scratch(const char *api, size_t bytes, void **out) {
+    *out = NULL;
+    const aclError rc = aclrtMalloc(out, bytes, ACL_MEM_MALLOC_HUGE_FIRST);
     if (rc != ACL_SUCCESS) {
         char why[512];
         snprintf(why, sizeof why, "%s", pa_get_errmsg());
-        pa_rt_fail(rc, "%s: no device memory for %zu bytes of scratch: %s", api, bytes, why);
-        return NULL;
+        *out = NULL;
+        return pa_rt_fail(rc, "%s: no device memory for %zu bytes of scratch: %s", api, bytes, why);
     }
-    return p;
+    return ACL_SUCCESS;
 }
 
 static int noop_task(void *arg) {
@@ -101,27 +101,29 @@ static aclError load_one(const char *api, const pa_aclop_def *op, bool is_out, i
     t->data = aclGetDataBufferAddr(buf);
     t->size = aclGetDataBufferSizeV2(buf);
     const uint64_t need = (uint64_t)storage * es;
-    if (t->size < need || (need > 0 && t->data == NULL)) {
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: op %s: %s %s needs a buffer of %llu bytes, got %zu bytes at "
-                          "%p", api, op->name, kind, t->name, (unsigned long long)need, t->size, t->data);
-    }
-    void *base = t->data;
     const bool host = d.placement != ACL_MEMTYPE_DEVICE;
     if (host && is_out) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: op %s: output %s is placed in host memory; outputs must be "
                           "device memory", api, op->name, t->name);
     }
+    if (host && t->is_nz) {
+        return pa_rt_fail(ACL_ERROR_FORMAT_NOT_MATCH, "%s: op %s: host input %s in FRACTAL_NZ is not supported", api,
+                          op->name, t->name);
+    }
+    /* a host constant set with aclSetTensorConst needs no buffer */
+    const void *host_src = host && d.const_data != NULL && d.const_len >= need ? d.const_data : NULL;
+    if (host_src == NULL && (t->size < need || (need > 0 && t->data == NULL))) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: op %s: %s %s needs a buffer of %llu bytes, got %zu bytes at "
+                          "%p", api, op->name, kind, t->name, (unsigned long long)need, t->size, t->data);
+    }
+    void *base = t->data;
     if (numel > 0 && (host || t->is_nz)) {
-        t->scratch = pa_aclop_scratch(api, (size_t)(numel * (int64_t)es));
-        if (t->scratch == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+        const aclError rc = pa_aclop_scratch(api, (size_t)(numel * (int64_t)es), &t->scratch);
+        if (rc != ACL_SUCCESS) return rc;
         base = t->scratch;
-        if (host && !t->is_nz) {
-            /* a host constant: read now, it may change once this call returns */
-            const void *src = d.const_data != NULL && d.const_len >= need ? d.const_data : t->data;
-            memcpy(t->scratch, src, (size_t)need);
-        } else if (host) {
-            return pa_rt_fail(ACL_ERROR_FORMAT_NOT_MATCH, "%s: op %s: host input %s in FRACTAL_NZ is not supported",
-                              api, op->name, t->name);
+        if (host) {
+            /* read now: host memory may change once this call returns */
+            memcpy(t->scratch, host_src != NULL ? host_src : t->data, (size_t)need);
         } else if (!is_out) {
             const aclError rc = pa_nz_convert(api, d.dtype, &t->nz, t->data, t->scratch, false, stream);
             if (rc != ACL_SUCCESS) return rc;

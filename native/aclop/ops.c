@@ -26,8 +26,11 @@ aclError pa_aclop_launch(const char *op, uint64_t workspace_size, aclOpExecutor 
                          launch_fn launch) {
     void *ws = NULL;
     if (workspace_size > 0) {
-        ws = pa_aclop_scratch(op, (size_t)workspace_size);
-        if (ws == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+        const aclError rc = pa_aclop_scratch(op, (size_t)workspace_size, &ws);
+        if (rc != ACL_SUCCESS) {
+            aclDestroyAclOpExecutor(executor);
+            return rc;
+        }
     }
     const aclnnStatus rc = launch(ws, workspace_size, executor, stream);
     const aclError fr = pa_aclop_free_after(ws, stream);
@@ -57,30 +60,31 @@ static aclError smsf_attrs_get(const char *op, const aclopAttr *attr, float *sca
     return rc;
 }
 
-/* The mask the aclnn op reads: the caller's; for fixed_triu_mask a BOOL tensor of
- * the mask's shape holding triu(ones, 1) in device scratch (*scratch, to be freed
- * after the op is queued; the caller's contents are not read); a UINT8 mask is
- * read as BOOL (any non-zero byte masks, as the TBE op's uint8 read). *owned: the
- * returned tensor is to be destroyed. NULL after pa_rt_fail. */
-static aclTensor *mask_for(const char *op, pa_aclop_tensor *mask, bool triu, bool *owned, void **scratch) {
+/* *out = the mask the aclnn op reads: the caller's; for fixed_triu_mask a BOOL
+ * tensor of the mask's shape holding triu(ones, 1) in device scratch (*scratch, to
+ * be freed after the op is queued; the caller's contents are not read); a UINT8
+ * mask is read as BOOL (any non-zero byte masks, as the TBE op's uint8 read).
+ * *owned: *out is to be destroyed. A status after pa_rt_fail otherwise. */
+static aclError mask_for(const char *op, pa_aclop_tensor *mask, bool triu, aclTensor **out, bool *owned,
+                         void **scratch) {
+    *out = NULL;
     *owned = false;
     *scratch = NULL;
     void *base = NULL;
     aclGetRawTensorAddr(mask->t, &base);
     if (triu) {
         if (mask->ndim != 4) {
-            pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must be 4-D [B|1,N|1,S1,S2], "
-                       "got %d-D", op, (int)mask->ndim);
-            return NULL;
+            return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must be 4-D "
+                              "[B|1,N|1,S1,S2], got %d-D", op, (int)mask->ndim);
         }
         const int64_t s1 = mask->dims[2], s2 = mask->dims[3], mats = mask->dims[0] * mask->dims[1];
         const int64_t n = mats * s1 * s2;
         if (n <= 0) {
-            pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must not be empty", op);
-            return NULL;
+            return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclopCompileAndExecute: op %s: mask must not be empty", op);
         }
-        uint8_t *m = pa_aclop_scratch(op, (size_t)n);
-        if (m == NULL) return NULL;
+        uint8_t *m = NULL;
+        const aclError rc = pa_aclop_scratch(op, (size_t)n, (void **)&m);
+        if (rc != ACL_SUCCESS) return rc;
         /* Fresh device memory that no queued work uses yet: written directly, as
          * the TBE op generates its mask into workspace. Row i keeps columns 0..i. */
         for (int64_t b = 0; b < mats; b++) {
@@ -94,17 +98,14 @@ static aclTensor *mask_for(const char *op, pa_aclop_tensor *mask, bool triu, boo
         *scratch = m;
         base = m;
     } else if (mask->dtype != ACL_UINT8) {
-        return mask->t;
+        *out = mask->t;
+        return ACL_SUCCESS;
     }
     const int64_t flat = pa_tensor_numel(mask->t);
-    aclTensor *t = aclCreateTensor(mask->dims, (uint64_t)mask->ndim, ACL_BOOL, NULL, 0, ACL_FORMAT_ND, &flat, 1,
-                                   base);
-    if (t == NULL) {
-        pa_rt_fail_oom(op, "the mask's tensor");
-        return NULL;
-    }
+    *out = aclCreateTensor(mask->dims, (uint64_t)mask->ndim, ACL_BOOL, NULL, 0, ACL_FORMAT_ND, &flat, 1, base);
+    if (*out == NULL) return pa_rt_fail_oom(op, "the mask's tensor");
     *owned = true;
-    return t;
+    return ACL_SUCCESS;
 }
 
 /* Frees what mask_for made, after the op's launch was queued on stream. */
@@ -122,10 +123,11 @@ static aclError run_softmax_pair(pa_aclop_io *io, const aclopAttr *attr, aclrtSt
     void *scratch;
     aclError rc = smsf_attrs_get(op, attr, &scale, &triu);
     if (rc != ACL_SUCCESS) return rc;
-    aclTensor *mask = mask_for(op, &io->in[io->n_in - 1], triu, &owned, &scratch);
-    if (mask == NULL) {
+    aclTensor *mask = NULL;
+    rc = mask_for(op, &io->in[io->n_in - 1], triu, &mask, &owned, &scratch);
+    if (rc != ACL_SUCCESS) {
         pa_aclop_free_after(scratch, stream);
-        return ACL_ERROR_INVALID_PARAM; /* message set */
+        return rc;
     }
     uint64_t ws = 0;
     aclOpExecutor *ex = NULL;

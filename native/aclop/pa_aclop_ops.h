@@ -71,9 +71,9 @@ aclError pa_aclop_io_load(const char *api, const pa_aclop_def *op, const aclTens
  * scratch buffers in stream order; destroys the tensors. Returns the first
  * error of those steps (ACL_SUCCESS when there is none). */
 aclError pa_aclop_io_release(const char *api, pa_aclop_io *io, aclrtStream stream, bool ok);
-/* A device buffer of `bytes` freed in stream order after the work queued on
- * stream so far (the op's scratch). NULL after pa_rt_fail. */
-void *pa_aclop_scratch(const char *api, size_t bytes);
+/* *out = a device buffer of `bytes` (the op's scratch, to be freed with
+ * pa_aclop_free_after); aclrtMalloc's status after pa_rt_fail naming api. */
+aclError pa_aclop_scratch(const char *api, size_t bytes, void **out);
 aclError pa_aclop_free_after(void *p, aclrtStream stream);
 
 /* Runs an aclnn op's second phase after its GetWorkspaceSize: allocates the
