@@ -14,6 +14,8 @@ Layers, from raw to convenient:
   :func:`nsa_selected_attention_grad` (module ``pyaclnn.ops``).
 * ``pyaclnn.reference``: float64 numpy references of the ops (imported on
   first use).
+* ``pyaclnn.hccl``: HCCL communicators and collectives between the emulated
+  devices (imported on first use).
 
 Every integer constant of the headers (``ACL_FLOAT``, ``ACL_FORMAT_ND``,
 ``ACLNN_ERR_PARAM_NULLPTR``, ...) is also an attribute of this module.
@@ -38,7 +40,7 @@ globals().update(_constants())
 
 def __getattr__(name):
     # Submodules that `import pyaclnn` does not load until first used.
-    if name == "reference":
+    if name in ("reference", "hccl"):
         import importlib
 
         module = importlib.import_module("." + name, __name__)

@@ -43,6 +43,8 @@ def _find_home():
 HOME = _find_home()
 CDEF_PATH = os.path.join(HOME, "share", "cdef.h")
 LIB_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+# Loaded too when a CANN toolkit has them (HCCL: pyaclnn.hccl).
+OPTIONAL_LIB_NAMES = ("libhccl.so", "libhcomm.so")
 TOOLKIT_VARS = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
 BACKENDS = ("cpu", "cann", "auto")
 
@@ -73,7 +75,7 @@ ffi.cdef(CDEF)
 # members), in declaration order. cffi serves their values from the cdef
 # through any library handle; the process itself (dlopen(NULL)) is enough.
 _CONST_NAME = re.compile(
-    r"^#define\s+(\w+)\s|static\s+const\s+\w+\s+(\w+)\s*=|^\s*(ACL\w*)\s*=", re.M)
+    r"^#define\s+(\w+)\s|static\s+const\s+\w+\s+(\w+)\s*=|^\s*((?:ACL|HCCL)\w*)\s*=", re.M)
 CONSTANT_NAMES = tuple(dict.fromkeys(
     a or b or c for a, b, c in _CONST_NAME.findall(CDEF)))
 # Names of every function declared in the cdef.
@@ -123,11 +125,19 @@ def _missing_libs(root):
     return [n for n in LIB_NAMES if not os.path.isfile(os.path.join(root, "lib64", n))]
 
 
+def _with_optional(lib_dir):
+    """The three libraries of lib_dir, then those of OPTIONAL_LIB_NAMES it has."""
+    return ([os.path.join(lib_dir, n) for n in LIB_NAMES]
+            + [os.path.join(lib_dir, n) for n in OPTIONAL_LIB_NAMES
+               if os.path.isfile(os.path.join(lib_dir, n))])
+
+
 def select_backend():
     """Return (backend, [library paths]) from PYACLNN_BACKEND and the environment."""
     choice = os.environ.get("PYACLNN_BACKEND", "auto").strip().lower() or "auto"
     if choice not in BACKENDS:
         raise BackendError("PYACLNN_BACKEND=%r: expected one of %s" % (choice, ", ".join(BACKENDS)))
+    # the bundled libhccl / libhcomm only forward to libascendcl, which has HCCL
     bundled = ("cpu", [os.path.join(HOME, "lib64", n) for n in LIB_NAMES])
     if choice == "cpu":
         return bundled
@@ -140,7 +150,7 @@ def select_backend():
             continue
         if choice == "auto" and _same_dir(root, HOME):
             continue  # our own toolkit, e.g. after sourcing _home/set_env.sh
-        return "cann", [os.path.join(root, "lib64", n) for n in LIB_NAMES]
+        return "cann", _with_optional(os.path.join(root, "lib64"))
     if choice == "cann":
         if not failures:
             failures.append("neither %s is set" % " nor ".join(TOOLKIT_VARS))
@@ -222,7 +232,7 @@ def backend():
 
 
 def library_paths():
-    """Paths of the three libraries this process loaded."""
+    """Paths of the libraries this process loaded (the three, then a toolkit's libhccl / libhcomm)."""
     return lib.paths
 
 

@@ -43,6 +43,7 @@ HEADERS = (
     "aclnnop/aclnn_gt_scalar.h",
     "aclnnop/aclnn_gt_tensor.h",
     "aclnnop/aclnn_reduce_sum.h",
+    "hccl/hccl.h",
     "pyaclnn/pyaclnn_ext.h",
 )
 
@@ -69,6 +70,7 @@ def preprocess(cc, include_dir):
             "-E", "-P", "-dD", "-undef", "-nostdinc",
             "-I", stubs, "-I", include_dir,
             "-D__attribute__(x)=",
+            "-DPYACLNN_CDEF",  # headers leave out what cffi cannot parse (inline bodies)
             "-x", "c", umbrella,
         ]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

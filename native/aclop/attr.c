@@ -6,7 +6,7 @@
 
 #include "aclop/pa_aclop.h"
 #include "meta/pa_handles.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 #define PA_ATTR_NAME_MAX 256
 

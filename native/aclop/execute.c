@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "aclop/pa_aclop_ops.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 static const pa_aclop_def *find_op(const char *opType) {
     for (const pa_aclop_def *const *d = pa_aclop_table; *d != NULL; d++) {

@@ -10,7 +10,7 @@
 
 #include "aclop/pa_aclop_ops.h"
 #include "meta/pa_executor.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 #include "runtime/pa_threadpool.h"
 
 bool pa_nz_layout_of(aclDataType dt, int32_t ndim, const int64_t *dims, pa_nz_layout *out) {

@@ -7,7 +7,7 @@
 
 #include "aclop/pa_aclop_ops.h"
 #include "runtime/pa_desc.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 #include "runtime/pa_stream.h"
 
 aclError pa_aclop_scratch(const char *api, size_t bytes, void **out) {

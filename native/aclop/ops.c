@@ -18,7 +18,7 @@
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "aclop/pa_aclop_ops.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 typedef aclnnStatus (*launch_fn)(void *, uint64_t, aclOpExecutor *, aclrtStream);
 

@@ -8,7 +8,7 @@
 
 #include "acl/acl_op_compiler.h"
 #include "compat/pa_compat.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 #define PA_NUM_COMPILEOPT ((int)ACL_OP_DEBUG_OPTION + 1)
 /* Longest value (with its NUL); aclGetCompileoptSize reports it for every option. */

@@ -9,7 +9,7 @@
 
 #include "acl/acl.h"
 #include "compat/pa_compat.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 /* The CPU computes IEEE floats: +-inf and NaN, never saturation. */
 static atomic_int g_sat_mode = ACL_RT_OVERFLOW_MODE_INFNAN;

@@ -7,7 +7,7 @@
 
 #include "acl/acl.h"
 #include "compat/pa_compat.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 int pa_not_supported(int code, const char *api, const char *why) {
     pa_rt_fail(code, "%s: not supported by pyaclnn (%s)", api, why);

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "compat/pa_compat.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 #define PA_MSPROF_ERROR (-1)
 #define PA_MSPROF_MODULES 64

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/pa_memreg.h"
+#include "runtime/pa_memory.h"
 #include "runtime/pa_stream.h"
 
 #define PA_EXECUTOR_MAGIC 0x45786563u /* "Exec" */
@@ -202,35 +202,6 @@ aclOpExecutor *pa_executor_create(const pa_op_def *op, const void *plan, size_t 
     return ex;
 }
 
-static pthread_once_t g_check_once = PTHREAD_ONCE_INIT;
-static bool g_check_ranges = true;
-
-static void check_init(void) {
-    const char *s = getenv("PYACLNN_CHECK_ADDRESSES");
-    g_check_ranges = !(s != NULL && strcmp(s, "0") == 0);
-}
-
-/* Fails unless [p, p+bytes) lies in one device-accessible range. */
-static int check_range(const char *api, const char *what, const void *p, uint64_t bytes) {
-    pa_mem_range r;
-    if (bytes <= SIZE_MAX && pa_memreg_covers((uintptr_t)p, (size_t)bytes, &r)) return 0;
-    char where[200] = "no device memory is allocated";
-    if (pa_memreg_find((uintptr_t)p, &r) && r.kind == PA_MEM_HOST) {
-        snprintf(where, sizeof where,
-                 "it lies in the %s [%p, +%zu), which kernels may use only after aclrtHostRegister",
-                 pa_mem_kind_name(r.kind), (void *)r.base, r.size);
-    } else if (pa_memreg_nearest((uintptr_t)p, &r)) {
-        const bool inside = (uintptr_t)p >= r.base && (uintptr_t)p - r.base < r.size;
-        snprintf(where, sizeof where, "%s the %s [%p, +%zu)", inside ? "it starts inside but runs past the end of"
-                                                                     : "the nearest is",
-                 pa_mem_kind_name(r.kind), (void *)r.base, r.size);
-    }
-    return pa_fail(ACL_ERROR_RT_AICORE_EXCEPTION,
-                   "%s: %s [%p, +%llu bytes) is not inside one device allocation or registered host range "
-                   "(the DDR address is out of range); %s",
-                   api, what, p, (unsigned long long)bytes, where);
-}
-
 static const char *view_name(const pa_launch_task *t, int i, char *buf, size_t cap) {
     const char *const *names = i < t->n_in ? t->op->in_names : t->op->out_names;
     const int k = i < t->n_in ? i : i - t->n_in;
@@ -242,7 +213,7 @@ static const char *view_name(const pa_launch_task *t, int i, char *buf, size_t c
 /* The launch-time address checks of every view that addresses an element,
  * and of the workspace. */
 static int check_addresses(const pa_launch_task *t) {
-    pthread_once(&g_check_once, check_init);
+    const int device = pa_stream_task_device();
     for (int i = 0; i < t->n_in + t->n_out; i++) {
         if (t->views[i] == SIZE_MAX) continue;
         pa_tview v;
@@ -258,17 +229,16 @@ static int check_addresses(const pa_launch_task *t) {
                            "or with aclSetInputTensorAddr / aclSetOutputTensorAddr",
                            t->op->name, name);
         }
-        if (!g_check_ranges) continue;
         /* storage_elems * size <= PA_MAX_STORAGE_BYTES (pa_tensor_check_view) */
         const uint64_t bytes = (uint64_t)v.storage_elems * pa_dtype_size(v.dtype);
         char what[96];
         snprintf(what, sizeof what, "%s storage", name);
-        int rc = check_range(t->op->name, what, v.base, bytes);
+        int rc = pa_mem_check_access(t->op->name, what, v.base, bytes, device);
         if (rc != 0) return rc;
     }
     /* an op that needs no workspace never touches it */
-    if (g_check_ranges && t->workspace_need > 0) {
-        return check_range(t->op->name, "workspace", t->workspace, t->workspace_size);
+    if (t->workspace_need > 0) {
+        return pa_mem_check_access(t->op->name, "workspace", t->workspace, t->workspace_size, device);
     }
     return 0;
 }

@@ -11,7 +11,7 @@
 
 #include "acl/acl.h"
 #include "runtime/pa_capacity.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_device.h"
 
 /* ---------------------------------------------------------------------------
  * SoC
@@ -149,8 +149,8 @@ static size_t host_ram_limit(bool *transient) {
  * one reads again. */
 static pthread_mutex_t g_cap_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool g_cap_known;
-static atomic_size_t g_capacity;
-static atomic_size_t g_used;
+static atomic_size_t g_capacity; /* per device */
+static atomic_size_t g_used[PA_MAX_DEVICES];
 
 /* Caller holds g_cap_mu. */
 static void capacity_init(void) {
@@ -171,16 +171,22 @@ static void capacity_init(void) {
         }
         warned = true;
     }
+    /* Half of the host's RAM, shared evenly by the devices, so that all of
+     * them together cannot take the host down. */
     size_t cap = pa_soc_hbm_bytes();
     bool transient = false;
     size_t ram = host_ram_limit(&transient);
-    if (ram != 0 && ram / 2 < cap) cap = ram / 2;
+    size_t share = ram / 2 / (size_t)pa_device_count();
+    if (ram != 0 && share < cap) cap = share;
     cap &= ~(PA_DEVICE_GRANULARITY - 1);
     atomic_store(&g_capacity, cap != 0 ? cap : PA_DEVICE_GRANULARITY);
     if (!transient) atomic_store(&g_cap_known, true);
 }
 
-size_t pa_capacity_total(void) {
+static bool device_ok(int device) { return device >= 0 && device < PA_MAX_DEVICES; }
+
+size_t pa_capacity_total(int device) {
+    PA_UNUSED(device); /* every device has the same capacity */
     if (!atomic_load(&g_cap_known)) {
         pthread_mutex_lock(&g_cap_mu);
         if (!atomic_load(&g_cap_known)) capacity_init();
@@ -189,23 +195,26 @@ size_t pa_capacity_total(void) {
     return atomic_load(&g_capacity);
 }
 
-size_t pa_capacity_used(void) { return atomic_load(&g_used); }
+size_t pa_capacity_used(int device) { return device_ok(device) ? atomic_load(&g_used[device]) : 0; }
 
-bool pa_capacity_charge(size_t bytes) {
-    size_t total = pa_capacity_total();
-    size_t used = atomic_load(&g_used);
+bool pa_capacity_charge(int device, size_t bytes) {
+    if (!device_ok(device)) return false;
+    size_t total = pa_capacity_total(device);
+    size_t used = atomic_load(&g_used[device]);
     do {
         if (bytes > total || used > total - bytes) return false;
-    } while (!atomic_compare_exchange_weak(&g_used, &used, used + bytes));
+    } while (!atomic_compare_exchange_weak(&g_used[device], &used, used + bytes));
     return true;
 }
 
-void pa_capacity_uncharge(size_t bytes) { atomic_fetch_sub(&g_used, bytes); }
+void pa_capacity_uncharge(int device, size_t bytes) {
+    if (device_ok(device)) atomic_fetch_sub(&g_used[device], bytes);
+}
 
-int pa_capacity_fail(const char *api, size_t bytes) {
-    size_t total = pa_capacity_total(), used = pa_capacity_used();
+int pa_capacity_fail(const char *api, int device, size_t bytes) {
+    size_t total = pa_capacity_total(device), used = pa_capacity_used(device);
     return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                      "%s: device memory exhausted: %zu bytes requested, %zu of %zu free (set PYACLNN_DEVICE_MEMORY "
-                      "to change the capacity)",
-                      api, bytes, used < total ? total - used : 0, total);
+                      "%s: device memory exhausted: %zu bytes requested, %zu of %zu free on device %d (set "
+                      "PYACLNN_DEVICE_MEMORY to change the capacity)",
+                      api, bytes, used < total ? total - used : 0, total, device);
 }

@@ -7,7 +7,7 @@
 
 #include "acl/acl_base.h"
 #include "runtime/pa_desc.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 
 /* ---------------------------------------------------------------------------
  * aclDataBuffer

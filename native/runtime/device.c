@@ -1,17 +1,12 @@
-/* The single emulated device (id 0), contexts and system parameters.
- *
- * Device state is process-wide (not per thread): aclrtSetDevice and
- * aclrtCreateContext take a reference, aclrtResetDevice and aclrtDestroyContext
- * drop one, and when the count reaches zero (or on aclrtResetDeviceForce /
- * aclFinalize) every stream is drained and destroyed and every event released.
- * Device memory survives a reset; it lives until aclrtFree. */
+/* The emulated devices (pa_device.h): count, per-thread current device,
+ * reference counts, contexts, peer access, capabilities and system parameters. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/pa_capacity.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_device.h"
 #include "runtime/pa_threadpool.h"
 
 #define PA_CTX_MAGIC 0x43747874u /* "Ctxt" */
@@ -25,102 +20,227 @@ struct pa_context {
 };
 typedef struct pa_context pa_context;
 
-/* All guarded by pa_rt_lock. */
-static int g_device_refs;
-static pa_context g_default_ctx = {PA_CTX_MAGIC, 0, {0, 0, 0, 0}, NULL};
+/* ---------------------------------------------------------------------------
+ * Device count
+ * ------------------------------------------------------------------------- */
+
+static pthread_once_t g_device_count_once = PTHREAD_ONCE_INIT;
+static int g_device_count = 1;
+
+static void device_count_init(void) {
+    const char *s = getenv("PYACLNN_DEVICE_COUNT");
+    if (s == NULL || s[0] == '\0') return;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end != s && *end == '\0' && v >= 1 && v <= PA_MAX_DEVICES) {
+        g_device_count = (int)v;
+        return;
+    }
+    fprintf(stderr, "pyaclnn: warning: ignoring PYACLNN_DEVICE_COUNT=\"%s\" (expected 1..%d); using 1 device\n", s,
+            PA_MAX_DEVICES);
+}
+
+int pa_device_count(void) {
+    pthread_once(&g_device_count_once, device_count_init);
+    return g_device_count;
+}
+
+aclError pa_device_check_id(const char *api, int32_t deviceId) {
+    const int n = pa_device_count();
+    if (deviceId >= 0 && deviceId < n) return ACL_SUCCESS;
+    if (n == 1) {
+        return pa_rt_fail(ACL_ERROR_RT_INVALID_DEVICEID,
+                          "%s: deviceId %d is invalid: the CPU emulation has exactly one device (0); set "
+                          "PYACLNN_DEVICE_COUNT for more",
+                          api, (int)deviceId);
+    }
+    return pa_rt_fail(ACL_ERROR_RT_INVALID_DEVICEID,
+                      "%s: deviceId %d is invalid: the CPU emulation has %d devices (0..%d, PYACLNN_DEVICE_COUNT)",
+                      api, (int)deviceId, n, n - 1);
+}
+
+/* ---------------------------------------------------------------------------
+ * Device state. All guarded by pa_rt_lock except the peer masks (atomics,
+ * read on every launch).
+ * ------------------------------------------------------------------------- */
+
+static int g_refs[PA_MAX_DEVICES];
+static pa_context g_default_ctx[PA_MAX_DEVICES];
 static pa_context *g_contexts; /* user-created contexts */
 static int64_t g_sysopt[PA_NUM_SYSOPT];
+/* Bit p of g_peer[d]: work on device d may touch device p's memory. */
+static _Atomic uint32_t g_peer[PA_MAX_DEVICES];
 
-/* Current context of this thread (NULL = the device's default context). */
+/* This thread's choice: a user context (tl_ctx), else a device (tl_device1 =
+ * device + 1; 0 when it never chose one: then device 0 while it is set). */
 static PA_THREAD_LOCAL pa_context *tl_ctx;
+static PA_THREAD_LOCAL int tl_device1;
 
-bool pa_rt_device_active(void) {
+static pa_teardown_fn _Atomic g_hooks[PA_TEARDOWN_PHASES];
+
+void pa_device_on_teardown(pa_teardown_phase phase, pa_teardown_fn fn) {
+    if ((int)phase >= 0 && phase < PA_TEARDOWN_PHASES) atomic_store(&g_hooks[phase], fn);
+}
+
+/* Caller holds pa_rt_lock. */
+static bool ctx_is_default(const pa_context *c) {
+    const uintptr_t p = (uintptr_t)c, lo = (uintptr_t)&g_default_ctx[0];
+    return p >= lo && p < (uintptr_t)&g_default_ctx[PA_MAX_DEVICES] && (p - lo) % sizeof *c == 0;
+}
+
+/* Caller holds pa_rt_lock. */
+static bool ctx_is_live(const pa_context *c) {
+    if (ctx_is_default(c)) return true;
+    for (const pa_context *p = g_contexts; p != NULL; p = p->next) {
+        if (p == c) return true;
+    }
+    return false;
+}
+
+/* The calling thread's device (-1 if none). Caller holds pa_rt_lock. */
+static int current_locked(void) {
+    if (tl_ctx != NULL) {
+        if (ctx_is_live(tl_ctx)) return g_refs[tl_ctx->device] > 0 ? tl_ctx->device : -1;
+        tl_ctx = NULL; /* destroyed */
+    }
+    const int d = tl_device1 > 0 ? tl_device1 - 1 : 0;
+    return g_refs[d] > 0 ? d : -1;
+}
+
+/* The calling thread's context (user context, or its device's default one);
+ * NULL if none. Caller holds pa_rt_lock. */
+static pa_context *current_ctx_locked(void) {
+    const int d = current_locked();
+    if (d < 0) return NULL;
+    if (tl_ctx != NULL) return tl_ctx;
+    pa_context *c = &g_default_ctx[d];
+    c->magic = PA_CTX_MAGIC;
+    c->device = d;
+    return c;
+}
+
+int pa_device_current(void) {
     pa_rt_lock();
-    bool on = g_device_refs > 0;
+    int d = current_locked();
+    pa_rt_unlock();
+    return d;
+}
+
+aclError pa_device_require(const char *api, int *device) {
+    int d = pa_device_current();
+    if (device != NULL) *device = d;
+    if (d >= 0) return ACL_SUCCESS;
+    return pa_rt_fail(ACL_ERROR_RT_CONTEXT_NULL, "%s: no device set: call aclrtSetDevice first", api);
+}
+
+bool pa_device_active(int device) {
+    if (device < 0 || device >= PA_MAX_DEVICES) return false;
+    pa_rt_lock();
+    bool on = g_refs[device] > 0;
     pa_rt_unlock();
     return on;
 }
 
-aclError pa_rt_require_device(const char *api) {
-    if (pa_rt_device_active()) return ACL_SUCCESS;
-    return pa_rt_fail(ACL_ERROR_RT_CONTEXT_NULL, "%s: no device set: call aclrtSetDevice first", api);
+bool pa_device_can_reach(int dev, int owner) {
+    if (dev == owner || owner < 0) return true;
+    if (dev < 0 || dev >= PA_MAX_DEVICES || owner >= PA_MAX_DEVICES) return false;
+    return (atomic_load(&g_peer[dev]) >> owner) & 1u;
 }
 
-static void device_teardown(void) {
-    pa_streams_teardown();
-    pa_events_teardown();
-    pa_rt_lock();
-    memset(g_default_ctx.opt_value, 0, sizeof g_default_ctx.opt_value);
-    pa_rt_unlock();
+void pa_device_bind_thread(int device) {
+    tl_ctx = NULL;
+    tl_device1 = device + 1;
 }
 
-void pa_rt_device_teardown_all(void) {
-    pa_rt_lock();
-    g_device_refs = 0;
-    pa_rt_unlock();
-    device_teardown();
-    pa_contexts_teardown();
-}
-
-static aclError check_device_id(const char *api, int32_t deviceId) {
-    if (deviceId != 0) {
-        return pa_rt_fail(ACL_ERROR_RT_INVALID_DEVICEID,
-                          "%s: deviceId %d is invalid: the CPU emulation has exactly one device (0)", api,
-                          (int)deviceId);
+/* Runs the hooks of the layers above for `device`, then clears its state. */
+static void device_teardown(int device) {
+    for (int p = 0; p < PA_TEARDOWN_PHASES; p++) {
+        pa_teardown_fn fn = atomic_load(&g_hooks[p]);
+        if (fn != NULL) fn(device);
     }
-    return ACL_SUCCESS;
-}
-
-PA_API aclError aclrtSetDevice(int32_t deviceId) {
-    aclError rc = check_device_id("aclrtSetDevice", deviceId);
-    if (rc != ACL_SUCCESS) return rc;
     pa_rt_lock();
-    g_device_refs++;
+    memset(g_default_ctx[device].opt_value, 0, sizeof g_default_ctx[device].opt_value);
     pa_rt_unlock();
-    return ACL_SUCCESS;
+    atomic_store(&g_peer[device], 0);
 }
 
-/* Drops one reference; at zero the streams and events are torn down. */
-static void device_unref(void) {
+static void contexts_teardown(void) {
+    pa_rt_lock();
+    pa_context *c = g_contexts;
+    g_contexts = NULL;
+    pa_rt_unlock();
+    while (c != NULL) {
+        pa_context *n = c->next;
+        c->magic = 0;
+        free(c);
+        c = n;
+    }
+}
+
+void pa_device_teardown_all(void) {
+    pa_rt_lock();
+    memset(g_refs, 0, sizeof g_refs);
+    pa_rt_unlock();
+    for (int d = 0; d < pa_device_count(); d++) device_teardown(d);
+    contexts_teardown();
+}
+
+/* Drops one reference; at zero the device's streams and events are torn down. */
+static void device_unref(int device) {
     pa_rt_lock();
     bool last = false;
-    if (g_device_refs > 0) {
-        g_device_refs--;
-        last = g_device_refs == 0;
+    if (g_refs[device] > 0) {
+        g_refs[device]--;
+        last = g_refs[device] == 0;
     }
     pa_rt_unlock();
-    if (last) device_teardown();
+    if (last) device_teardown(device);
+}
+
+/* ---------------------------------------------------------------------------
+ * Public device API
+ * ------------------------------------------------------------------------- */
+
+PA_API aclError aclrtSetDevice(int32_t deviceId) {
+    aclError rc = pa_device_check_id("aclrtSetDevice", deviceId);
+    if (rc != ACL_SUCCESS) return rc;
+    pa_rt_lock();
+    g_refs[deviceId]++;
+    pa_rt_unlock();
+    pa_device_bind_thread(deviceId);
+    return ACL_SUCCESS;
 }
 
 PA_API aclError aclrtResetDevice(int32_t deviceId) {
-    aclError rc = check_device_id("aclrtResetDevice", deviceId);
+    aclError rc = pa_device_check_id("aclrtResetDevice", deviceId);
     if (rc != ACL_SUCCESS) return rc;
-    device_unref();
+    device_unref(deviceId);
     return ACL_SUCCESS;
 }
 
 PA_API aclError aclrtResetDeviceForce(int32_t deviceId) {
-    aclError rc = check_device_id("aclrtResetDeviceForce", deviceId);
+    aclError rc = pa_device_check_id("aclrtResetDeviceForce", deviceId);
     if (rc != ACL_SUCCESS) return rc;
     pa_rt_lock();
-    bool was = g_device_refs > 0;
-    g_device_refs = 0;
+    bool was = g_refs[deviceId] > 0;
+    g_refs[deviceId] = 0;
     pa_rt_unlock();
-    if (was) device_teardown();
+    if (was) device_teardown(deviceId);
     return ACL_SUCCESS;
 }
 
 PA_API aclError aclrtGetDevice(int32_t *deviceId) {
     if (deviceId == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId must not be NULL");
-    aclError rc = pa_rt_require_device("aclrtGetDevice");
+    int d = -1;
+    aclError rc = pa_device_require("aclrtGetDevice", &d);
     if (rc != ACL_SUCCESS) return rc;
-    *deviceId = 0;
+    *deviceId = d;
     return ACL_SUCCESS;
 }
 
 PA_API aclError aclrtGetDeviceCount(uint32_t *count) {
     if (count == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count must not be NULL");
-    *count = 1;
+    *count = (uint32_t)pa_device_count();
     return ACL_SUCCESS;
 }
 
@@ -130,44 +250,56 @@ PA_API aclError aclrtGetRunMode(aclrtRunMode *runMode) {
     return ACL_SUCCESS;
 }
 
-PA_API aclError aclrtSynchronizeDevice(void) {
-    aclError rc = pa_rt_require_device("aclrtSynchronizeDevice");
-    if (rc != ACL_SUCCESS) return rc;
-    return pa_streams_sync_all(-1, "aclrtSynchronizeDevice");
-}
+/* ---------------------------------------------------------------------------
+ * Peer access. Every pair of emulated devices can reach each other (one
+ * server's NPUs); access is enabled per direction, from the current device.
+ * ------------------------------------------------------------------------- */
 
-PA_API aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
-    if (!pa_rt_timeout_ok(timeout)) {
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
-                          "aclrtSynchronizeDeviceWithTimeout: timeout must be -1 (forever) or >= 0 ms, got %d",
-                          (int)timeout);
+static aclError check_peer_pair(const char *api, int32_t deviceId, int32_t peerDeviceId) {
+    if (deviceId == peerDeviceId) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: deviceId %d cannot be equal to peerDeviceId %d", api,
+                          (int)deviceId, (int)peerDeviceId);
     }
-    aclError rc = pa_rt_require_device("aclrtSynchronizeDeviceWithTimeout");
-    if (rc != ACL_SUCCESS) return rc;
-    return pa_streams_sync_all(timeout, "aclrtSynchronizeDeviceWithTimeout");
+    return ACL_SUCCESS;
 }
 
 PA_API aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
-    if (canAccessPeer == NULL) {
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtDeviceCanAccessPeer: canAccessPeer must not be NULL");
-    }
-    aclError rc = check_device_id("aclrtDeviceCanAccessPeer", deviceId);
-    if (rc == ACL_SUCCESS) rc = check_device_id("aclrtDeviceCanAccessPeer", peerDeviceId);
+    const char *api = "aclrtDeviceCanAccessPeer";
+    if (canAccessPeer == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: canAccessPeer must not be NULL", api);
+    aclError rc = pa_device_check_id(api, deviceId);
+    if (rc == ACL_SUCCESS) rc = pa_device_check_id(api, peerDeviceId);
+    if (rc == ACL_SUCCESS) rc = check_peer_pair(api, deviceId, peerDeviceId);
     if (rc != ACL_SUCCESS) return rc;
-    *canAccessPeer = 0; /* one device: there is no peer */
+    *canAccessPeer = 1;
+    return ACL_SUCCESS;
+}
+
+static aclError set_peer(const char *api, int32_t peerDeviceId, bool on) {
+    int d = -1;
+    aclError rc = pa_device_require(api, &d);
+    if (rc == ACL_SUCCESS) rc = pa_device_check_id(api, peerDeviceId);
+    if (rc == ACL_SUCCESS) rc = check_peer_pair(api, d, peerDeviceId);
+    if (rc != ACL_SUCCESS) return rc;
+    if (on) atomic_fetch_or(&g_peer[d], 1u << peerDeviceId);
+    else atomic_fetch_and(&g_peer[d], ~(1u << peerDeviceId));
     return ACL_SUCCESS;
 }
 
 PA_API aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
-    aclError rc = check_device_id("aclrtDeviceEnablePeerAccess", peerDeviceId);
-    if (rc != ACL_SUCCESS) return rc;
     if (flags != 0) {
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtDeviceEnablePeerAccess: flags must be 0, got %u",
+        return pa_rt_fail(ACL_ERROR_FEATURE_UNSUPPORTED, "aclrtDeviceEnablePeerAccess: flags must be 0, got %u",
                           (unsigned)flags);
     }
-    return ACL_SUCCESS;
+    return set_peer("aclrtDeviceEnablePeerAccess", peerDeviceId, true);
 }
 
+PA_API aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
+    return set_peer("aclrtDeviceDisablePeerAccess", peerDeviceId, false);
+}
+
+/* ---------------------------------------------------------------------------
+ * Capabilities
+ * ------------------------------------------------------------------------- */
 
 static int64_t cache_size_bytes(void) {
     long v = -1;
@@ -199,12 +331,8 @@ static int64_t cache_size_bytes(void) {
 
 PA_API aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value) {
     if (value == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclGetDeviceCapability: value must not be NULL");
-    if (deviceId != 0) {
-        return pa_rt_fail(ACL_ERROR_RT_INVALID_DEVICEID,
-                          "aclGetDeviceCapability: deviceId %u is invalid: the CPU emulation has exactly one "
-                          "device (0)",
-                          (unsigned)deviceId);
-    }
+    aclError rc = pa_device_check_id("aclGetDeviceCapability", deviceId > INT32_MAX ? -1 : (int32_t)deviceId);
+    if (rc != ACL_SUCCESS) return rc;
     switch (deviceInfo) {
     case ACL_DEVICE_INFO_AI_CORE_NUM:
     case ACL_DEVICE_INFO_VECTOR_CORE_NUM:
@@ -221,52 +349,13 @@ PA_API aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceIn
     }
 }
 
-PA_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
-    if (free == NULL || total == NULL) {
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: free and total must not be NULL");
-    }
-    if ((int)attr < (int)ACL_DDR_MEM || (int)attr > (int)ACL_MEM_P2P_HUGE1G) {
-        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: attr must be an aclrtMemAttr (0..17), got %d",
-                          (int)attr);
-    }
-    aclError rc = pa_rt_require_device("aclrtGetMemInfo");
-    if (rc != ACL_SUCCESS) return rc;
-    /* One pool: every attr reports the emulated device memory. */
-    *total = pa_capacity_total();
-    size_t used = pa_capacity_used();
-    *free = used < *total ? *total - used : 0;
-    return ACL_SUCCESS;
-}
-
 /* ---------------------------------------------------------------------------
  * Contexts
  * ------------------------------------------------------------------------- */
 
-/* Caller holds pa_rt_lock. */
-static bool ctx_is_live(const pa_context *c) {
-    if (c == &g_default_ctx) return true;
-    for (const pa_context *p = g_contexts; p != NULL; p = p->next) {
-        if (p == c) return true;
-    }
-    return false;
-}
-
-void pa_contexts_teardown(void) {
-    pa_rt_lock();
-    pa_context *c = g_contexts;
-    g_contexts = NULL;
-    pa_rt_unlock();
-    while (c != NULL) {
-        pa_context *n = c->next;
-        c->magic = 0;
-        free(c);
-        c = n;
-    }
-}
-
 PA_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
     if (context == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context must not be NULL");
-    aclError rc = check_device_id("aclrtCreateContext", deviceId);
+    aclError rc = pa_device_check_id("aclrtCreateContext", deviceId);
     if (rc != ACL_SUCCESS) return rc;
     pa_context *c = calloc(1, sizeof *c);
     if (c == NULL) return pa_rt_fail_oom("aclrtCreateContext", "the context");
@@ -275,9 +364,11 @@ PA_API aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
     pa_rt_lock();
     c->next = g_contexts;
     g_contexts = c;
-    g_device_refs++; /* a context keeps its device set */
+    g_refs[deviceId]++; /* a context keeps its device set */
     pa_rt_unlock();
-    tl_ctx = c; /* the new context becomes current on this thread */
+    /* the new context becomes current on this thread */
+    tl_ctx = c;
+    tl_device1 = deviceId + 1;
     *context = c;
     return ACL_SUCCESS;
 }
@@ -295,9 +386,10 @@ PA_API aclError aclrtDestroyContext(aclrtContext context) {
                           "aclrtDestroyContext: context %p is not a live context (destroyed already?)", context);
     }
     if (tl_ctx == c) tl_ctx = NULL;
+    const int device = c->device;
     c->magic = 0;
     free(c);
-    device_unref();
+    device_unref(device);
     return ACL_SUCCESS;
 }
 
@@ -306,24 +398,17 @@ PA_API aclError aclrtSetCurrentContext(aclrtContext context) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtSetCurrentContext: context must not be NULL");
     }
     pa_rt_lock();
-    bool live = ctx_is_live((const pa_context *)context);
+    pa_context *c = (pa_context *)context;
+    bool live = ctx_is_live(c);
+    int device = live ? (ctx_is_default(c) ? (int)(((uintptr_t)c - (uintptr_t)g_default_ctx) / sizeof *c) : c->device) : -1;
     pa_rt_unlock();
     if (!live) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtSetCurrentContext: context %p is not a live context (destroyed already?)", context);
     }
-    tl_ctx = (context == &g_default_ctx) ? NULL : (pa_context *)context;
+    tl_ctx = ctx_is_default(c) ? NULL : c;
+    tl_device1 = device + 1;
     return ACL_SUCCESS;
-}
-
-/* The calling thread's context (user context, or the default one while the
- * device is set); NULL if none. Caller holds pa_rt_lock. */
-static pa_context *current_ctx_locked(void) {
-    if (tl_ctx != NULL) {
-        if (ctx_is_live(tl_ctx)) return tl_ctx;
-        tl_ctx = NULL; /* destroyed by a reset */
-    }
-    return g_device_refs > 0 ? &g_default_ctx : NULL;
 }
 
 PA_API aclError aclrtGetCurrentContext(aclrtContext *context) {

@@ -11,18 +11,22 @@
  * task that is dropped (forced stream destruction) completes its record
  * without a time stamp, so no waiter can hang and no elapsed time is made up.
  *
- * Handles are checked against a registry and reference counted like streams. */
+ * Handles are checked against a registry and reference counted like streams.
+ * An event belongs to the device current at its creation; resetting that
+ * device releases it (a teardown hook). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_device.h"
+#include "runtime/pa_stream.h"
 
 #define PA_EVENT_MAGIC 0x45766e74u /* "Evnt" */
 
 typedef struct pa_event {
     uint32_t magic;
     uint32_t flags;
+    int device;
     int refs;              /* guarded by pa_rt_lock */
     struct pa_event *next; /* registry link, guarded by pa_rt_lock */
 
@@ -65,10 +69,20 @@ static void event_release(pa_event *e) {
     }
 }
 
-void pa_events_teardown(void) {
+/* Teardown hook: releases every event of `device`. */
+static void events_teardown(int device) {
     pa_rt_lock();
-    pa_event *list = g_events;
-    g_events = NULL;
+    pa_event *list = NULL;
+    for (pa_event **pp = &g_events; *pp != NULL;) {
+        pa_event *e = *pp;
+        if (e->device == device) {
+            *pp = e->next;
+            e->next = list;
+            list = e;
+        } else {
+            pp = &e->next;
+        }
+    }
     pa_rt_unlock();
     while (list != NULL) {
         pa_event *n = list->next;
@@ -78,14 +92,20 @@ void pa_events_teardown(void) {
     }
 }
 
+__attribute__((constructor)) static void events_register_teardown(void) {
+    pa_device_on_teardown(PA_TEARDOWN_EVENTS, events_teardown);
+}
+
 static aclError create_event(const char *api, aclrtEvent *event, uint32_t flag) {
     if (event == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: event must not be NULL", api);
-    aclError rc = pa_rt_require_device(api);
+    int device = -1;
+    aclError rc = pa_device_require(api, &device);
     if (rc != ACL_SUCCESS) return rc;
     pa_event *e = calloc(1, sizeof *e);
     if (e == NULL) return pa_rt_fail_oom(api, "the event");
     e->magic = PA_EVENT_MAGIC;
     e->flags = flag;
+    e->device = device;
     e->refs = 1; /* the registry's reference */
     rc = pa_rt_sync_init(api, &e->mu, &e->cv, NULL);
     if (rc != ACL_SUCCESS) {

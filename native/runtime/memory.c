@@ -3,13 +3,16 @@
  * aclrtFreeHost reject unknown pointers and double frees with a message, and
  * launches can check tensor addresses. Copies and fills are plain memmove /
  * memset; the async variants run them on a stream. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "runtime/pa_capacity.h"
+#include "runtime/pa_memory.h"
 #include "runtime/pa_memreg.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_device.h"
+#include "runtime/pa_stream.h"
 
 /* ---------------------------------------------------------------------------
  * Allocation
@@ -53,24 +56,25 @@ static void *device_pages(size_t bytes, bool huge) {
 static aclError dev_alloc(const char *api, void **devPtr, size_t size, bool align32_only, bool huge) {
     if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: devPtr must not be NULL", api);
     if (size == 0) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: size must be > 0, got 0", api);
-    aclError rc = pa_rt_require_device(api);
+    int device = -1;
+    aclError rc = pa_device_require(api, &device);
     if (rc != ACL_SUCCESS) return rc;
     size_t extra = align32_only ? 0 : 32;
     if (size > SIZE_MAX - 31 - extra - 64) {
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
     }
     size_t bytes = ((size + 31) & ~(size_t)31) + extra;
-    if (!pa_capacity_charge(bytes)) return pa_capacity_fail(api, bytes);
+    if (!pa_capacity_charge(device, bytes)) return pa_capacity_fail(api, device, bytes);
     void *p = device_pages(bytes, huge);
     if (p == NULL) {
-        pa_capacity_uncharge(bytes);
+        pa_capacity_uncharge(device, bytes);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: out of memory allocating %zu bytes", api, bytes);
     }
     pthread_once(&g_poison_once, poison_init);
     if (g_poison) memset(p, 0xFF, bytes);
-    if (!pa_memreg_add((uintptr_t)p, bytes, PA_MEM_DEVICE, NULL)) {
+    if (!pa_memreg_add((uintptr_t)p, bytes, PA_MEM_DEVICE, device, NULL)) {
         pa_free_aligned(p);
-        pa_capacity_uncharge(bytes);
+        pa_capacity_uncharge(device, bytes);
         return pa_rt_fail_oom(api, "the allocation table");
     }
     *devPtr = p;
@@ -93,27 +97,27 @@ PA_API aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPoli
  * returned (device memory survives aclrtResetDevice in the emulation). */
 PA_API aclError aclrtFree(void *devPtr) {
     if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be NULL");
-    size_t bytes = 0;
-    if (!pa_memreg_remove((uintptr_t)devPtr, PA_MEM_DEVICE, &bytes)) {
+    pa_mem_range blk;
+    if (!pa_memreg_remove((uintptr_t)devPtr, PA_MEM_DEVICE, &blk)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtFree: pointer %p is not a live device allocation (double free?)", devPtr);
     }
     pa_free_aligned(devPtr);
-    pa_capacity_uncharge(bytes);
+    pa_capacity_uncharge(blk.device, blk.size);
     return ACL_SUCCESS;
 }
 
 PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
     if (hostPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: hostPtr must not be NULL");
     if (size == 0) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: size must be > 0, got 0");
-    aclError rc = pa_rt_require_device("aclrtMallocHost");
+    aclError rc = pa_device_require("aclrtMallocHost", NULL);
     if (rc != ACL_SUCCESS) return rc;
     void *p = pa_alloc_aligned(size);
     if (p == NULL) {
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMallocHost: out of memory allocating %zu bytes",
                           size);
     }
-    if (!pa_memreg_add((uintptr_t)p, size, PA_MEM_HOST, NULL)) {
+    if (!pa_memreg_add((uintptr_t)p, size, PA_MEM_HOST, -1, NULL)) {
         pa_free_aligned(p);
         return pa_rt_fail_oom("aclrtMallocHost", "the allocation table");
     }
@@ -156,10 +160,10 @@ PA_API aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterTyp
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: type must be ACL_HOST_REGISTER_MAPPED (0), got %d", api,
                           (int)type);
     }
-    aclError rc = pa_rt_require_device(api);
+    aclError rc = pa_device_require(api, NULL);
     if (rc != ACL_SUCCESS) return rc;
     pa_mem_range clash;
-    if (!pa_memreg_add((uintptr_t)ptr, (size_t)size, PA_MEM_HOST_REGISTERED, &clash)) {
+    if (!pa_memreg_add((uintptr_t)ptr, (size_t)size, PA_MEM_HOST_REGISTERED, -1, &clash)) {
         if (clash.size == 0) {
             if ((uintptr_t)ptr > UINTPTR_MAX - ((size_t)size - 1)) {
                 return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: [%p, +%llu) wraps around the address space", api,
@@ -188,6 +192,46 @@ PA_API aclError aclrtHostUnregister(void *ptr) {
 }
 
 /* ---------------------------------------------------------------------------
+ * The access check of launches (pa_memory.h)
+ * ------------------------------------------------------------------------- */
+
+static pthread_once_t g_check_once = PTHREAD_ONCE_INIT;
+static bool g_check_ranges = true;
+
+static void check_init(void) {
+    const char *s = getenv("PYACLNN_CHECK_ADDRESSES");
+    g_check_ranges = !(s != NULL && strcmp(s, "0") == 0);
+}
+
+int pa_mem_check_access(const char *api, const char *what, const void *p, uint64_t bytes, int device) {
+    pthread_once(&g_check_once, check_init);
+    if (!g_check_ranges) return 0;
+    pa_mem_range r;
+    const bool inside = bytes <= SIZE_MAX && pa_memreg_covers((uintptr_t)p, (size_t)bytes, &r);
+    if (inside && pa_device_can_reach(device, r.device)) return 0;
+    char where[240] = "no device memory is allocated";
+    if (inside) {
+        snprintf(where, sizeof where,
+                 "it lies in device %d's %s [%p, +%zu), which device %d may use only after "
+                 "aclrtDeviceEnablePeerAccess(%d, 0)",
+                 r.device, pa_mem_kind_name(r.kind), (void *)r.base, r.size, device, r.device);
+    } else if (pa_memreg_find((uintptr_t)p, &r) && r.kind == PA_MEM_HOST) {
+        snprintf(where, sizeof where,
+                 "it lies in the %s [%p, +%zu), which kernels may use only after aclrtHostRegister",
+                 pa_mem_kind_name(r.kind), (void *)r.base, r.size);
+    } else if (pa_memreg_nearest((uintptr_t)p, &r)) {
+        const bool starts = (uintptr_t)p >= r.base && (uintptr_t)p - r.base < r.size;
+        snprintf(where, sizeof where, "%s the %s [%p, +%zu)", starts ? "it starts inside but runs past the end of"
+                                                                     : "the nearest is",
+                 pa_mem_kind_name(r.kind), (void *)r.base, r.size);
+    }
+    return pa_fail(ACL_ERROR_RT_AICORE_EXCEPTION,
+                   "%s: %s [%p, +%llu bytes) is not inside one device allocation or registered host range %s"
+                   "(the DDR address is out of range); %s",
+                   api, what, p, (unsigned long long)bytes, inside ? "of this device " : "", where);
+}
+
+/* ---------------------------------------------------------------------------
  * Copies and fills
  * ------------------------------------------------------------------------- */
 
@@ -199,6 +243,25 @@ static aclError check_kind(const char *api, aclrtMemcpyKind kind) {
     return ACL_SUCCESS;
 }
 
+/* A copy between two devices' memory, run by device `dev`, needs peer access
+ * from dev to each of them (aclrtDeviceEnablePeerAccess), as on hardware;
+ * copies between one device and the host need none. */
+static aclError check_reach_copy(const char *api, void *dst, const void *src, size_t count, int dev) {
+    pa_mem_range d, s;
+    if (count == 0 || !pa_memreg_find((uintptr_t)dst, &d) || !pa_memreg_find((uintptr_t)src, &s) || d.device < 0 ||
+        s.device < 0 || d.device == s.device) {
+        return ACL_SUCCESS;
+    }
+    const pa_mem_range *r = !pa_device_can_reach(dev, s.device) ? &s : !pa_device_can_reach(dev, d.device) ? &d : NULL;
+    if (r == NULL) return ACL_SUCCESS;
+    return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                      "%s: copies from device %d's memory to device %d's: %s %p lies in device %d's memory (the %s [%p, "
+                      "+%zu)) and device %d, which runs the copy, has no peer access to it: call "
+                      "aclrtDeviceEnablePeerAccess(%d, 0) on device %d first",
+                      api, s.device, d.device, r == &s ? "src" : "dst", r == &s ? src : (const void *)dst, r->device,
+                      pa_mem_kind_name(r->kind), (void *)r->base, r->size, dev, r->device, dev);
+}
+
 static aclError check_memcpy(const char *api, void *dst, size_t destMax, const void *src, size_t count,
                              aclrtMemcpyKind kind) {
     if (count > 0 && dst == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: dst must not be NULL", api);
@@ -208,7 +271,7 @@ static aclError check_memcpy(const char *api, void *dst, size_t destMax, const v
     }
     aclError rc = check_kind(api, kind);
     if (rc != ACL_SUCCESS) return rc;
-    return pa_rt_require_device(api);
+    return pa_device_require(api, NULL);
 }
 
 static aclError check_memset(const char *api, void *devPtr, size_t maxCount, size_t count) {
@@ -216,11 +279,12 @@ static aclError check_memset(const char *api, void *devPtr, size_t maxCount, siz
     if (count > maxCount) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: count (%zu) exceeds maxCount (%zu)", api, count, maxCount);
     }
-    return pa_rt_require_device(api);
+    return pa_device_require(api, NULL);
 }
 
 PA_API aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind) {
     aclError rc = check_memcpy("aclrtMemcpy", dst, destMax, src, count, kind);
+    if (rc == ACL_SUCCESS) rc = check_reach_copy("aclrtMemcpy", dst, src, count, pa_device_current());
     if (rc != ACL_SUCCESS || count == 0) return rc;
     /* Synchronous and, as on hardware, not ordered after queued stream work. */
     memmove(dst, src, count);
@@ -240,8 +304,10 @@ PA_API aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t 
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: width (%zu) exceeds spitch (%zu)", api, width, spitch);
     }
     aclError rc = check_kind(api, kind);
-    if (rc == ACL_SUCCESS) rc = pa_rt_require_device(api);
+    if (rc == ACL_SUCCESS) rc = pa_device_require(api, NULL);
     if (rc != ACL_SUCCESS || width == 0 || height == 0) return rc;
+    rc = check_reach_copy(api, dst, src, width, pa_device_current());
+    if (rc != ACL_SUCCESS) return rc;
     for (size_t r = 0; r < height; r++) {
         memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     }
@@ -269,6 +335,7 @@ static int mem_task_run(void *arg) {
     return 0;
 }
 
+/* Queues a copy (or a fill, src NULL) on `stream`; it runs on the stream's device. */
 static aclError submit_mem_task(const char *api, aclrtStream stream, void *dst, const void *src, size_t count,
                                 int value) {
     pa_stream *s = NULL;
@@ -277,6 +344,11 @@ static aclError submit_mem_task(const char *api, aclrtStream stream, void *dst, 
     if (count == 0) { /* nothing to do, but the stream handle was still checked */
         pa_stream_release(s);
         return ACL_SUCCESS;
+    }
+    rc = src != NULL ? check_reach_copy(api, dst, src, count, pa_stream_device(s)) : ACL_SUCCESS;
+    if (rc != ACL_SUCCESS) {
+        pa_stream_release(s);
+        return rc;
     }
     mem_task *t = malloc(sizeof *t);
     if (t == NULL) {
@@ -303,4 +375,26 @@ PA_API aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, s
     aclError rc = check_memset("aclrtMemsetAsync", devPtr, maxCount, count);
     if (rc != ACL_SUCCESS) return rc;
     return submit_mem_task("aclrtMemsetAsync", stream, devPtr, NULL, count, (int)(value & 0xff));
+}
+
+/* ---------------------------------------------------------------------------
+ * Capacity of the current device
+ * ------------------------------------------------------------------------- */
+
+PA_API aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
+    if (free == NULL || total == NULL) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: free and total must not be NULL");
+    }
+    if ((int)attr < (int)ACL_DDR_MEM || (int)attr > (int)ACL_MEM_P2P_HUGE1G) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: attr must be an aclrtMemAttr (0..17), got %d",
+                          (int)attr);
+    }
+    int device = -1;
+    aclError rc = pa_device_require("aclrtGetMemInfo", &device);
+    if (rc != ACL_SUCCESS) return rc;
+    /* One pool per device: every attr reports that device's memory. */
+    *total = pa_capacity_total(device);
+    size_t used = pa_capacity_used(device);
+    *free = used < *total ? *total - used : 0;
+    return ACL_SUCCESS;
 }

@@ -53,7 +53,7 @@ static const pa_mem_range *find_locked(const range_map *m, uintptr_t p) {
     return contains(r, p) ? r : NULL;
 }
 
-bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, pa_mem_range *clash) {
+bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, int device, pa_mem_range *clash) {
     if (clash != NULL) memset(clash, 0, sizeof *clash);
     if (size == 0 || base > UINTPTR_MAX - (size - 1)) return false;
     const uintptr_t last = base + (size - 1);
@@ -76,7 +76,7 @@ bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, pa_mem_range *
             m->cap = ncap;
         }
         memmove(&m->ranges[i + 1], &m->ranges[i], (m->n - i) * sizeof *m->ranges);
-        m->ranges[i] = (pa_mem_range){base, size, kind};
+        m->ranges[i] = (pa_mem_range){base, size, kind, device};
         m->n++;
         ok = true;
     }
@@ -85,13 +85,13 @@ out:
     return ok;
 }
 
-bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, size_t *size) {
+bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, pa_mem_range *out) {
     bool found = false;
     range_map *m = map_of(kind);
     pthread_mutex_lock(&m->mu);
     size_t i = upper_bound(m, base);
     if (i > 0 && m->ranges[i - 1].base == base && m->ranges[i - 1].kind == kind) {
-        if (size != NULL) *size = m->ranges[i - 1].size;
+        if (out != NULL) *out = m->ranges[i - 1];
         memmove(&m->ranges[i - 1], &m->ranges[i], (m->n - i) * sizeof *m->ranges);
         m->n--;
         found = true;

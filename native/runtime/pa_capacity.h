@@ -1,10 +1,12 @@
-/* The emulated device: its SoC identity, CANN version, and device-memory
- * capacity with the accounting every device allocation draws on.
+/* The emulated devices: their SoC identity, CANN version, and each device's
+ * memory capacity with the accounting every device allocation draws on.
  *
- * Capacity rule: PYACLNN_DEVICE_MEMORY (bytes, or with a K/M/G/T suffix, 1024
- * based) if set; otherwise the HBM of the emulated SoC, capped at half of the
- * host RAM (or of the cgroup memory limit, when lower), rounded down to 2 MiB.
- * Charging only counts: host pages are committed when first touched. */
+ * Capacity rule (per device): PYACLNN_DEVICE_MEMORY (bytes, or with a K/M/G/T
+ * suffix, 1024 based) if set; otherwise the HBM of the emulated SoC, capped at
+ * half of the host RAM (or of the cgroup memory limit, when lower) divided by
+ * the device count, rounded down to 2 MiB: all devices of a process together
+ * stay within half of the host. Charging only counts: host pages are committed
+ * when first touched. */
 #ifndef PA_CAPACITY_H
 #define PA_CAPACITY_H
 
@@ -18,13 +20,13 @@ const char *pa_soc_name(void);
 /* HBM size of the emulated SoC, in bytes. */
 size_t pa_soc_hbm_bytes(void);
 
-size_t pa_capacity_total(void);
-size_t pa_capacity_used(void);
-/* Takes `bytes` from the device capacity; false (nothing taken) if they do not fit. */
-bool pa_capacity_charge(size_t bytes);
-void pa_capacity_uncharge(size_t bytes);
+size_t pa_capacity_total(int device);
+size_t pa_capacity_used(int device);
+/* Takes `bytes` from the device's capacity; false (nothing taken) if they do not fit. */
+bool pa_capacity_charge(int device, size_t bytes);
+void pa_capacity_uncharge(int device, size_t bytes);
 /* Records and returns ACL_ERROR_RT_MEMORY_ALLOCATION for a request that did not fit. */
-int pa_capacity_fail(const char *api, size_t bytes);
+int pa_capacity_fail(const char *api, int device, size_t bytes);
 
 /* Parses "<digits>[K|M|G|T][i][B]" (case-insensitive, 1024-based). */
 bool pa_parse_bytes(const char *s, size_t *out);

@@ -27,18 +27,19 @@ typedef struct pa_mem_range {
     uintptr_t base;
     size_t size;
     pa_mem_kind kind;
+    int device; /* the owning device; -1 for host memory (any device may use a registered range) */
 } pa_mem_range;
 
 const char *pa_mem_kind_name(pa_mem_kind kind);
 bool pa_mem_kind_device_accessible(pa_mem_kind kind);
 
-/* Adds [base, base+size). Fails (false) if size is 0, the range wraps, it
+/* Adds [base, base+size), owned by `device` (-1: host memory). Fails (false) if size is 0, the range wraps, it
  * overlaps a live range (*clash gets that range, when clash != NULL), or host
  * memory runs out (clash->size == 0 then). */
-bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, pa_mem_range *clash);
-/* Removes the range of `kind` that starts exactly at base; its size goes to
- * *size (may be NULL). False if there is none. */
-bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, size_t *size);
+bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, int device, pa_mem_range *clash);
+/* Removes the range of `kind` that starts exactly at base; it goes to *out
+ * (may be NULL). False if there is none. */
+bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, pa_mem_range *out);
 /* The live range containing address p (any kind). */
 bool pa_memreg_find(uintptr_t p, pa_mem_range *out);
 /* The live range of `kind` containing p. */

@@ -1,4 +1,6 @@
-/* Internal stream API used by ops and by the memcpy/memset/event entry points. */
+/* Streams: the internal API used by ops, HCCL, copies and events. A stream
+ * belongs to the device that was current when it was created (the NULL handle
+ * is the current device's default stream); its tasks run on that device. */
 #ifndef PA_STREAM_H
 #define PA_STREAM_H
 
@@ -14,5 +16,19 @@ typedef void (*pa_task_free_fn)(void *arg);
 /* Queues a task on `stream` (NULL = default stream) and returns at once.
  * On a submission error, free_fn(arg) is called and an ACL error returned. */
 aclError pa_stream_submit(aclrtStream stream, pa_task_fn fn, pa_task_free_fn free_fn, void *arg);
+
+/* The device of the stream task running on the calling thread (-1 outside
+ * stream workers): kernels check addresses against it. */
+int pa_stream_task_device(void);
+
+typedef struct pa_stream pa_stream;
+/* Looks up a live stream (NULL = the current device's default stream, created
+ * on demand) and takes a reference. On failure records a message naming `api`. */
+aclError pa_stream_acquire(aclrtStream handle, const char *api, pa_stream **out);
+void pa_stream_release(pa_stream *s);
+/* The device an acquired stream belongs to. */
+int pa_stream_device(const pa_stream *s);
+/* Queues fn on an acquired stream. */
+aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn, void *arg, const char *api);
 
 #endif

@@ -13,14 +13,19 @@
  *
  * Hand-offs between the caller and the worker spin briefly before sleeping on a
  * condition variable (only when the process has more than one CPU), so a small
- * launch + synchronise costs a few microseconds instead of two futex wake-ups. */
+ * launch + synchronise costs a few microseconds instead of two futex wake-ups.
+ *
+ * Every stream belongs to a device; the worker thread runs its tasks with that
+ * device current. Resetting a device drains and destroys its streams (a
+ * teardown hook registered with the device layer). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_device.h"
+#include "runtime/pa_stream.h"
 
 #define PA_STREAM_MAGIC 0x5374726du /* "Strm" */
 #define PA_MSG_CAP 1024
@@ -36,6 +41,7 @@ typedef struct pa_task {
 struct pa_stream {
     uint32_t magic;
     bool is_default;
+    int device;
     int refs;               /* guarded by pa_rt_lock */
     struct pa_stream *next; /* registry link, guarded by pa_rt_lock */
 
@@ -74,19 +80,27 @@ static bool drained(pa_stream *s, uint64_t unused) {
 }
 
 /* Guarded by pa_rt_lock. */
-static pa_stream *g_streams;        /* all live streams, including the default one */
-static pa_stream *g_default_stream; /* the NULL stream */
+static pa_stream *g_streams;                        /* all live streams, including the default ones */
+static pa_stream *g_default_stream[PA_MAX_DEVICES]; /* each device's NULL stream */
+
+/* The device of the task running on this thread (set by the stream worker). */
+static PA_THREAD_LOCAL int tl_task_device = -1;
+
+int pa_stream_task_device(void) { return tl_task_device; }
+
+int pa_stream_device(const pa_stream *s) { return s->device; }
 
 static void *stream_worker(void *p);
 
-/* A new stream with its worker thread running, as CANN's streams exist in
- * hardware from creation: every resource is made here, so a stream that was
- * created can take work, and a failure is the create call's. */
-static aclError stream_new(const char *api, bool is_default, pa_stream **out) {
+/* A new stream of `device` with its worker thread running, as CANN's streams
+ * exist in hardware from creation: every resource is made here, so a stream
+ * that was created can take work, and a failure is the create call's. */
+static aclError stream_new(const char *api, bool is_default, int device, pa_stream **out) {
     pa_stream *s = calloc(1, sizeof *s);
     if (s == NULL) return pa_rt_fail_oom(api, "the stream");
     s->magic = PA_STREAM_MAGIC;
     s->is_default = is_default;
+    s->device = device;
     s->refs = 1; /* the registry's reference */
     aclError rc = pa_rt_sync_init(api, &s->mu, &s->cv_work, &s->cv_idle);
     if (rc != ACL_SUCCESS) {
@@ -129,26 +143,27 @@ static void registry_unlink(pa_stream *s) {
     while (*pp != NULL && *pp != s) pp = &(*pp)->next;
     if (*pp == s) *pp = s->next;
     s->next = NULL;
-    if (g_default_stream == s) g_default_stream = NULL;
+    if (g_default_stream[s->device] == s) g_default_stream[s->device] = NULL;
 }
 
 aclError pa_stream_acquire(aclrtStream handle, const char *api, pa_stream **out) {
     if (handle == NULL) {
-        aclError rc = pa_rt_require_device(api);
+        int d = -1;
+        aclError rc = pa_device_require(api, &d);
         if (rc != ACL_SUCCESS) return rc;
         pa_rt_lock();
-        if (g_default_stream == NULL) {
+        if (g_default_stream[d] == NULL) {
             pa_stream *s = NULL;
-            rc = stream_new(api, true, &s);
+            rc = stream_new(api, true, d, &s);
             if (rc != ACL_SUCCESS) {
                 pa_rt_unlock();
                 return rc;
             }
             s->next = g_streams;
             g_streams = s;
-            g_default_stream = s;
+            g_default_stream[d] = s;
         }
-        pa_stream *s = g_default_stream;
+        pa_stream *s = g_default_stream[d];
         s->refs++;
         pa_rt_unlock();
         *out = s;
@@ -175,6 +190,8 @@ void pa_stream_release(pa_stream *s) {
 
 static void *stream_worker(void *p) {
     pa_stream *s = p;
+    pa_device_bind_thread(s->device);
+    tl_task_device = s->device;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         if (s->head == NULL && !s->stop) {
@@ -337,11 +354,21 @@ static void stream_shutdown(pa_stream *s, bool force) {
     pthread_mutex_unlock(&s->mu);
 }
 
-void pa_streams_teardown(void) {
+/* Teardown hook: drains and destroys every stream of `device`. */
+static void streams_teardown(int device) {
     pa_rt_lock();
-    pa_stream *list = g_streams;
-    g_streams = NULL;
-    g_default_stream = NULL;
+    pa_stream *list = NULL;
+    for (pa_stream **pp = &g_streams; *pp != NULL;) {
+        pa_stream *s = *pp;
+        if (s->device == device) {
+            *pp = s->next;
+            s->next = list;
+            list = s;
+        } else {
+            pp = &s->next;
+        }
+    }
+    g_default_stream[device] = NULL;
     pa_rt_unlock();
     while (list != NULL) {
         pa_stream *n = list->next;
@@ -362,10 +389,15 @@ void pa_streams_teardown(void) {
     }
 }
 
-aclError pa_streams_sync_all(int32_t timeout, const char *api) {
+__attribute__((constructor)) static void streams_register_teardown(void) {
+    pa_device_on_teardown(PA_TEARDOWN_STREAMS, streams_teardown);
+}
+
+/* Waits for every live stream of `device`; returns the first recorded task error. */
+static aclError streams_sync_device(int device, int32_t timeout, const char *api) {
     pa_rt_lock();
     size_t n = 0;
-    for (pa_stream *s = g_streams; s != NULL; s = s->next) n++;
+    for (pa_stream *s = g_streams; s != NULL; s = s->next) n += s->device == device;
     pa_stream **snap = n ? malloc(n * sizeof *snap) : NULL;
     if (n != 0 && snap == NULL) {
         pa_rt_unlock();
@@ -373,6 +405,7 @@ aclError pa_streams_sync_all(int32_t timeout, const char *api) {
     }
     size_t i = 0;
     for (pa_stream *s = g_streams; s != NULL; s = s->next) {
+        if (s->device != device) continue;
         s->refs++;
         snap[i++] = s;
     }
@@ -407,10 +440,11 @@ aclError pa_streams_sync_all(int32_t timeout, const char *api) {
 
 static aclError create_stream(const char *api, aclrtStream *stream) {
     if (stream == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream must not be NULL", api);
-    aclError rc = pa_rt_require_device(api);
+    int d = -1;
+    aclError rc = pa_device_require(api, &d);
     if (rc != ACL_SUCCESS) return rc;
     pa_stream *s = NULL;
-    rc = stream_new(api, false, &s);
+    rc = stream_new(api, false, d, &s);
     if (rc != ACL_SUCCESS) return rc;
     pa_rt_lock();
     s->next = g_streams;
@@ -462,6 +496,25 @@ PA_API aclError aclrtDestroyStream(aclrtStream stream) { return destroy_stream("
 
 PA_API aclError aclrtDestroyStreamForce(aclrtStream stream) {
     return destroy_stream("aclrtDestroyStreamForce", stream, true);
+}
+
+PA_API aclError aclrtSynchronizeDevice(void) {
+    int d = -1;
+    aclError rc = pa_device_require("aclrtSynchronizeDevice", &d);
+    if (rc != ACL_SUCCESS) return rc;
+    return streams_sync_device(d, -1, "aclrtSynchronizeDevice");
+}
+
+PA_API aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
+    if (!pa_rt_timeout_ok(timeout)) {
+        return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
+                          "aclrtSynchronizeDeviceWithTimeout: timeout must be -1 (forever) or >= 0 ms, got %d",
+                          (int)timeout);
+    }
+    int d = -1;
+    aclError rc = pa_device_require("aclrtSynchronizeDeviceWithTimeout", &d);
+    if (rc != ACL_SUCCESS) return rc;
+    return streams_sync_device(d, timeout, "aclrtSynchronizeDeviceWithTimeout");
 }
 
 PA_API aclError aclrtSynchronizeStream(aclrtStream stream) {

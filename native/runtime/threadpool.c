@@ -15,7 +15,7 @@
 #include <pthread.h>
 
 #include "common/pa_common.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_rt_base.h"
 #include "runtime/pa_threadpool.h"
 
 #define PA_MAX_THREADS 512

@@ -5,9 +5,10 @@
  *   aclrtMapMem             -> mmap(MAP_SHARED|MAP_FIXED) of the memfd into the
  *                              reserved range, so every mapping of one handle
  *                              sees the same bytes
- * Mapped ranges are device memory for launches: the memory registry holds each
- * maximal run of adjacent mappings inside a reservation as one range, so a
- * tensor may span chunks mapped one after another (a growing pool). */
+ * Mapped ranges are device memory for launches, owned by the device of their
+ * physical handle (prop->location.id): the memory registry holds each maximal
+ * run of adjacent mappings of one device inside a reservation as one range, so
+ * a tensor may span chunks mapped one after another (a growing pool). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 #include "acl/acl_rt.h"
 #include "runtime/pa_capacity.h"
 #include "runtime/pa_memreg.h"
-#include "runtime/pa_runtime_internal.h"
+#include "runtime/pa_device.h"
 
 #define PA_PHYS_MAGIC 0x50485953u /* "PHYS" */
 #define PA_GRAN_1G ((size_t)1 << 30)
@@ -26,6 +27,7 @@
 typedef struct pa_phys {
     uint32_t magic;
     int fd;
+    int device;    /* prop->location.id: whose capacity it was charged to */
     size_t size;   /* rounded to the granularity; what was charged */
     unsigned maps; /* live mappings */
     bool freed;    /* aclrtFreePhysical called while still mapped */
@@ -72,11 +74,8 @@ static aclError check_prop(const char *api, const aclrtPhysicalMemProp *prop) {
                           "%s: prop->location.type must be ACL_MEM_LOCATION_TYPE_DEVICE (1), got %d", api,
                           (int)prop->location.type);
     }
-    if (prop->location.id != 0) {
-        return pa_rt_fail(ACL_ERROR_RT_INVALID_DEVICEID,
-                          "%s: prop->location.id %u is invalid: the CPU emulation has exactly one device (0)", api,
-                          (unsigned)prop->location.id);
-    }
+    aclError rc = pa_device_check_id(api, prop->location.id > INT32_MAX ? -1 : (int32_t)prop->location.id);
+    if (rc != ACL_SUCCESS) return rc;
     if (!attr_is_device(prop->memAttr)) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "%s: prop->memAttr must be a device memory kind (ACL_HBM_MEM_HUGE/NORMAL/HUGE1G, "
@@ -123,7 +122,7 @@ static void phys_destroy(pa_phys *p) {
         }
     }
     close(p->fd);
-    pa_capacity_uncharge(p->size);
+    pa_capacity_uncharge(p->device, p->size);
     p->magic = 0;
     free(p);
 }
@@ -147,17 +146,18 @@ PA_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, cons
                           (int)prop->allocationType);
     }
     aclError rc = check_prop(api, prop);
-    if (rc == ACL_SUCCESS) rc = pa_rt_require_device(api);
+    if (rc == ACL_SUCCESS) rc = pa_device_require(api, NULL);
     if (rc != ACL_SUCCESS) return rc;
+    const int device = (int)prop->location.id;
     size_t gran = attr_is_1g(prop->memAttr) ? PA_GRAN_1G : PA_DEVICE_GRANULARITY;
     if (size > SIZE_MAX - (gran - 1) || (size + gran - 1) / gran * gran > (size_t)INT64_MAX) {
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
     }
     size_t bytes = (size + gran - 1) / gran * gran;
-    if (!pa_capacity_charge(bytes)) return pa_capacity_fail(api, bytes);
+    if (!pa_capacity_charge(device, bytes)) return pa_capacity_fail(api, device, bytes);
     pa_phys *p = calloc(1, sizeof *p);
     if (p == NULL) {
-        pa_capacity_uncharge(bytes);
+        pa_capacity_uncharge(device, bytes);
         return pa_rt_fail_oom(api, "the physical allocation's handle");
     }
     int fd = memfd_create("pyaclnn-physical", MFD_CLOEXEC);
@@ -165,12 +165,13 @@ PA_API aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, cons
         int err = errno;
         if (fd >= 0) close(fd);
         free(p);
-        pa_capacity_uncharge(bytes);
+        pa_capacity_uncharge(device, bytes);
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: cannot create a %zu-byte backing object (%s)", api,
                           bytes, strerror(err));
     }
     p->magic = PA_PHYS_MAGIC;
     p->fd = fd;
+    p->device = device;
     p->size = bytes;
     pthread_mutex_lock(&g_vmm_mu);
     p->next = g_phys;
@@ -217,7 +218,7 @@ PA_API aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignm
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: flags must be 0 or 1 (huge pages), got %llu", api,
                           (unsigned long long)flags);
     }
-    aclError rc = pa_rt_require_device(api);
+    aclError rc = pa_device_require(api, NULL);
     if (rc != ACL_SUCCESS) return rc;
     size_t align = alignment > PA_DEVICE_GRANULARITY ? alignment : PA_DEVICE_GRANULARITY;
     if (size > SIZE_MAX / 2 - align) {
@@ -288,13 +289,15 @@ static pa_resv *resv_containing(uintptr_t va, size_t size) {
     return NULL;
 }
 
-/* The run of mappings adjacent to [va, end) (in r's sorted list), with it: [*lo, *hi). */
-static void run_bounds(const pa_resv *r, uintptr_t va, uintptr_t end, uintptr_t *lo, uintptr_t *hi) {
+/* The run of `device`'s mappings adjacent to [va, end) (in r's sorted list),
+ * with it: [*lo, *hi). */
+static void run_bounds(const pa_resv *r, uintptr_t va, uintptr_t end, int device, uintptr_t *lo, uintptr_t *hi) {
     uintptr_t start = va;
     bool grew = true;
     while (grew) {
         grew = false;
         for (const pa_map *m = r->maps; m != NULL; m = m->next) {
+            if (m->phys->device != device) continue;
             if (m->va + m->size == start) { start = m->va; grew = true; }
             if (m->va == end) { end = m->va + m->size; grew = true; }
         }
@@ -303,11 +306,12 @@ static void run_bounds(const pa_resv *r, uintptr_t va, uintptr_t end, uintptr_t 
     *hi = end;
 }
 
-/* Up to two registry ranges [lo, hi); empty ones (lo == hi) are skipped. */
+/* Up to two registry ranges [lo, hi) of one device; empty ones (lo == hi) are skipped. */
 typedef struct {
     struct {
         uintptr_t lo, hi;
     } r[2];
+    int device;
 } ranges2;
 
 static void reg_remove(const ranges2 *x) {
@@ -320,7 +324,7 @@ static void reg_remove(const ranges2 *x) {
 static bool reg_add(const ranges2 *x) {
     for (int i = 0; i < 2; i++) {
         const uintptr_t lo = x->r[i].lo, hi = x->r[i].hi;
-        if (lo < hi && !pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, NULL)) {
+        if (lo < hi && !pa_memreg_add(lo, hi - lo, PA_MEM_VIRTUAL_MAPPED, x->device, NULL)) {
             if (i == 1 && x->r[0].lo < x->r[0].hi) pa_memreg_remove(x->r[0].lo, PA_MEM_VIRTUAL_MAPPED, NULL);
             return false;
         }
@@ -394,8 +398,8 @@ PA_API aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMe
     /* Mapped: now one registry range for the run it joins (its neighbours' ranges
      * merge into it). Only then, so the registry never lists unmapped memory. */
     uintptr_t lo, hi;
-    run_bounds(r, va, va + size, &lo, &hi);
-    const ranges2 sides = {{{lo, va}, {va + size, hi}}}, run = {{{lo, hi}, {0, 0}}};
+    run_bounds(r, va, va + size, p->device, &lo, &hi);
+    const ranges2 sides = {{{lo, va}, {va + size, hi}}, p->device}, run = {{{lo, hi}, {0, 0}}, p->device};
     if (!reg_replace(&sides, &run)) {
         /* Back to reserved-only. If even that fails (the process is at its mapping
          * limit), the pages stay mapped, untracked, until aclrtReleaseMemAddress. */
@@ -430,10 +434,10 @@ PA_API aclError aclrtUnmapMem(void *virPtr) {
     pa_map *m = *mp;
     const uintptr_t end = va + m->size;
     uintptr_t lo, hi;
-    run_bounds(r, va, end, &lo, &hi);
+    run_bounds(r, va, end, m->phys->device, &lo, &hi);
     /* Out of the registry first (kernels stop accepting it), then the pages go;
      * if either step fails, everything is put back as it was. */
-    const ranges2 run = {{{lo, hi}, {0, 0}}}, sides = {{{lo, va}, {end, hi}}};
+    const ranges2 run = {{{lo, hi}, {0, 0}}, m->phys->device}, sides = {{{lo, va}, {end, hi}}, m->phys->device};
     if (!reg_replace(&run, &sides)) {
         pthread_mutex_unlock(&g_vmm_mu);
         return pa_rt_fail(ACL_ERROR_BAD_ALLOC, "%s: out of host memory for the range table; %p stays mapped", api,

@@ -8,6 +8,7 @@
 #define PA_HAVE_X86_KERNELS 1 /* probe the real tiers, as the x86-64 library does */
 #endif
 #include "common/pa_common.c"
+#include "runtime/base.c"
 #include "cpu/cpu.c"
 #include "runtime/capacity.c"
 #include "runtime/device.c"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Header self-containment test for pyaclnn's public headers.
 #  1. every header compiles on its own as C11 and as C++11 (-Wall -Wextra -Werror);
-#  2. the vendor samples in $SAMPLES_DIR compile (-c, not linked) unchanged.
+#  2. the vendor samples in $SAMPLES_DIR compile (-c, not linked) unchanged,
+#     the HCCL ones with their own flags (MPI_HOME for the MPI sample's mpi.h).
 # Exits non-zero on the first class of failure (all failures are reported).
 set -u
 
@@ -63,8 +64,28 @@ for s in "${samples[@]}"; do
     check "sample ${s#"$SAMPLES_DIR"/}" "$CXX" -I"$INC" -c "$s" -o "$TMP/$(basename "$s").o"
 done
 
+# The vendor's HCCL samples, unchanged, with their Makefiles' language flags
+# (-std=c++14 -Werror; the MPI one -std=c++17 and mpi.h from MPI_HOME).
+nhccl=0
+for s in "$SAMPLES_DIR"/hccl/*/main.cc; do
+    [ -e "$s" ] || continue
+    name="$(basename "$(dirname "$s")")"
+    if grep -q "mpi.h" "$s"; then
+        if [ -z "${MPI_HOME:-}" ] || [ ! -e "$MPI_HOME/include/mpi.h" ]; then
+            echo "FAIL: hccl sample $name needs mpi.h: set MPI_HOME"; fail=1; continue
+        fi
+        check "hccl sample $name" "$CXX" -std=c++17 -Werror -I"$INC" -I"$MPI_HOME/include" -c "$s" -o "$TMP/$name.o"
+    else
+        check "hccl sample $name" "$CXX" -std=c++14 -Werror -I"$INC" -c "$s" -o "$TMP/$name.o"
+    fi
+    nhccl=$((nhccl + 1))
+done
+if [ "$nhccl" -eq 0 ]; then
+    echo "FAIL: no HCCL samples in $SAMPLES_DIR/hccl"; fail=1
+fi
+
 if [ "$fail" -ne 0 ]; then
     echo "test_headers: FAILED ($npass checks passed)"
     exit 1
 fi
-echo "test_headers: OK ($npass checks, ${#HEADERS[@]} headers, ${#samples[@]} samples)"
+echo "test_headers: OK ($npass checks, ${#HEADERS[@]} headers, ${#samples[@]} samples, $nhccl HCCL samples)"

@@ -4,11 +4,14 @@
 #   tests/sanitize/run.sh [--only asan|tsan] [BUILD_ROOT]
 #
 # address variant (-DPA_SANITIZE=address: ASan + UBSan, every finding aborts):
-#   the C suites (tests/c/), the vendor samples in ../shared/samples (compiled
-#   unchanged; the forward samples only when their header is in include/), and
-#   a fuzz smoke run of tests/fuzz/fuzz_ops.c (all four ops and two plumbing ops).
-# thread variant (-DPA_SANITIZE=thread: TSan): the C suites and
-#   tests/sanitize/stress_streams.c (4 threads, a stream each, all four ops, events).
+#   the C suites (tests/c/, test_hccl.c included: the in-process HCCL engine),
+#   the vendor samples in ../shared/samples (compiled unchanged; the forward
+#   samples only when their header is in include/; the HCCL thread samples with
+#   PYACLNN_DEVICE_COUNT=2), and a fuzz smoke run of tests/fuzz/fuzz_ops.c (all
+#   four ops and two plumbing ops).
+# thread variant (-DPA_SANITIZE=thread: TSan): the C suites, the HCCL thread
+#   samples, and tests/sanitize/stress_streams.c (4 threads, a stream each,
+#   all four ops, events).
 #
 # BUILD_ROOT (default: a temporary directory, removed at the end) receives
 # build-address/ and build-thread/. Environment:
@@ -65,11 +68,28 @@ step() { # step NAME LOG COMMAND...: runs it, keeps its output in LOG, fails on 
 build() { # build VARIANT
     local dir="$OUT/build-$1"
     cmake -S "$ROOT/native" -B "$dir" -DPA_SANITIZE="$1" -DCMAKE_BUILD_TYPE=Release &&
-        cmake --build "$dir" -j2 --target ascendcl nnopbase opapi
+        cmake --build "$dir" -j2 --target ascendcl nnopbase opapi hccl
 }
 
 link_line() { # link_line LIBDIR
     echo "-I$ROOT/include -L$1 -lascendcl -lnnopbase -lopapi -Wl,-rpath,$1 -pthread -lm"
+}
+
+hccl_samples() { # hccl_samples LIBDIR FLAGS LABEL: the thread samples, unchanged, 2 devices
+    local lib="$1" flags="$2" label="$3" dir name exe
+    for dir in "$SAMPLES"/hccl/*/; do
+        name="$(basename "$dir")"
+        [ "$name" = one_device_per_process ] && continue # MPI: tests/test_hccl_samples.py
+        [ -e "$dir/main.cc" ] || continue
+        exe="$OUT/samples/hccl_$name.$label"
+        # shellcheck disable=SC2086
+        step "hccl sample $name (build, $label)" "$exe.build.log" \
+            "$CXX" -std=c++14 $flags "$dir/main.cc" -o "$exe" -I"$ROOT/include" -L"$lib" -lhccl -lascendcl \
+            -Wl,-rpath,"$lib" -pthread
+        [ -x "$exe" ] || continue
+        step "hccl sample $name ($label)" "$exe.log" \
+            run_in "$OUT/samples" env PYACLNN_DEVICE_COUNT=2 LSAN_OPTIONS="suppressions=$ROOT/tests/sanitize/vendor_samples.supp" "$exe"
+    done
 }
 
 run_in() { # run_in DIR COMMAND...
@@ -110,6 +130,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
                 run_in "$OUT/samples" env LSAN_OPTIONS="suppressions=$ROOT/tests/sanitize/vendor_samples.supp" "$exe"
         done
 
+        hccl_samples "$LIB" "$ASAN_FLAGS" "ASan+UBSan"
+
         # 3. fuzz smoke
         # shellcheck disable=SC2046
         step "fuzz_ops (build)" "$OUT/fuzz-build.log" \
@@ -129,6 +151,8 @@ if [ -z "$ONLY" ] || [ "$ONLY" = tsan ]; then
     if [ -e "$LIB/libascendcl.so" ]; then
         step "C suites (TSan)" "$OUT/c-suites-tsan.log" \
             env PA_TEST_CFLAGS="$TSAN_FLAGS" CC="$CC" bash "$ROOT/tests/c/run_c_tests.sh" "$LIB"
+        mkdir -p "$OUT/samples"
+        hccl_samples "$LIB" "$TSAN_FLAGS" "TSan"
         # shellcheck disable=SC2046
         step "stress_streams (build)" "$OUT/stress-build.log" \
             "$CC" -std=c11 -Wall -Wextra -Werror $TSAN_FLAGS "$ROOT/tests/sanitize/stress_streams.c" \
