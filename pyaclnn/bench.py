@@ -3,8 +3,9 @@
     python -m pyaclnn.bench [--quick] [--json FILE] [--threads N] [--e2e]
 
 Every figure is measured in the same run: a STREAM triad on all threads (the
-memory-bound softmax's limit), numpy's float32 sgemm rate (the compute-bound NSA
-op's limit, in a subprocess with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset), our
+memory-bound softmax's limit), this machine's bf16 dot-product peak and fp32 FMA
+peak (benchmarks/bf16_peak.c: the compute-bound NSA ops' limit), numpy's float32
+sgemm rate (in a subprocess with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset), our
 median time, and PyTorch CPU's median time on the same work when torch is
 installed. See benchmarks/README.md for what each target means.
 """
@@ -101,6 +102,15 @@ for _ in range(REPS):
     t0 = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t0)
 print(2.0 * n ** 3 / best / 1e9)
 """
+
+
+def dot_peaks(threads: int, quick: bool, tmp: Path) -> tuple[float, float, str]:
+    """(bf16 dot-product peak, fp32 FMA peak) in GFLOP/s on `threads` threads, and the kernel."""
+    exe = tmp / "bf16_peak"
+    _compile(_bench_sources() / "bf16_peak.c", exe, ["-march=native", "-pthread"])
+    out = subprocess.run([str(exe), str(threads), "0.15" if quick else "0.4"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return float(out[1]), float(out[3]), " ".join(out[4:])
 
 
 def sgemm_gflops(threads: int, quick: bool) -> float:
@@ -365,6 +375,44 @@ def bench_nsa_fwd(cfg, dt_name, runs, rng, with_torch, torch_runs):
     return res
 
 
+def bench_nsa_ops(cfg, runs, rng):
+    """Forward (sparseMode 2 with an attenMask: causal) and grad (sparseMode 2) through
+    pyaclnn.ops on bf16 numpy arrays, the grad in both precision modes; the three are
+    timed in turn within every repeat."""
+    x = _nsa_inputs(cfg["t"], cfg["batches"], cfg["n1"], cfg["n2"], cfg["d"], cfg["dv"], cfg["bsz"],
+                    cfg["cnt"], BF16, rng)
+    kw = dict(scale_value=x["scale"], selected_block_size=x["bsz"], selected_block_count=x["cnt"],
+              head_num=x["n1"], actual_seq_qlen=x["seq_q"], actual_seq_kvlen=x["seq_kv"], sparse_mode=2)
+    mask = np.ones((2048, 2048), np.bool_)
+    saved = os.environ.get("PYACLNN_NSA_PRECISION")
+
+    def in_mode(m, fn):  # the mode is read when the executor is planned
+        def run():
+            os.environ["PYACLNN_NSA_PRECISION"] = m
+            fn()
+        return run
+
+    def fwd():
+        pyaclnn.ops.nsa_selected_attention(x["q"], x["k"], x["v"], x["topk"], atten_mask=mask, **kw)
+
+    def grad():
+        pyaclnn.ops.nsa_selected_attention_grad(x["q"], x["k"], x["v"], x["o"], x["do"], x["smax"], x["ssum"],
+                                                x["topk"], **kw)
+    try:
+        t_fwd, t_grad, t_high = _paired_median_times([in_mode("npu", fwd), in_mode("npu", grad),
+                                                      in_mode("high", grad)], runs)
+    finally:
+        if saved is None:
+            os.environ.pop("PYACLNN_NSA_PRECISION", None)
+        else:
+            os.environ["PYACLNN_NSA_PRECISION"] = saved
+    ff = nsa_fwd_flops(x["t1"], x["n1"], x["cnt"], x["bsz"], x["d"], x["dv"])
+    gf = nsa_flops(x["t1"], x["n1"], x["cnt"], x["bsz"], x["d"], x["dv"])
+    return {"fwd_s": t_fwd, "grad_s": t_grad, "grad_high_s": t_high, "fwd_gflops": ff / t_fwd / 1e9,
+            "grad_gflops": gf / t_grad / 1e9, "grad_high_gflops": gf / t_high / 1e9,
+            "visible_fraction": _visible_fraction(x, 2)}
+
+
 def bench_nsa_train(cfg, dt_name, runs, rng, with_torch, torch_runs):
     """One training step's attention: forward + backward through pyaclnn.torch
     (npu_nsa_select_attention with an atten_mask: causal both ways)."""
@@ -505,10 +553,13 @@ def main(argv=None) -> int:
         want = set(args.only or ("smsb", "smsf", "nsa", "overhead"))
         triad = triad_gbps(threads, args.quick, tmp)
         sgemm = sgemm_gflops(threads, args.quick) if "nsa" in want else float("nan")
+        peak, fma, peak_kind = dot_peaks(threads, args.quick, tmp) if "nsa" in want else (float("nan"),) * 2 + ("",)
         print(f"machine limits: STREAM triad {triad:.1f} GB/s ({threads} threads);"
-              f" numpy sgemm 4096^3 {sgemm:.1f} GFLOP/s")
+              f" numpy sgemm 4096^3 {sgemm:.1f} GFLOP/s; bf16 dot-product peak {peak:.1f} GFLOP/s,"
+              f" fp32 FMA peak {fma:.1f} GFLOP/s ({peak_kind})")
         rows = []
-        results = {"info": info, "triad_gbps": triad, "sgemm_gflops": sgemm, "cases": {}}
+        results = {"info": info, "triad_gbps": triad, "sgemm_gflops": sgemm, "bf16_peak_gflops": peak,
+                   "fp32_fma_peak_gflops": fma, "peak_kernel": peak_kind, "cases": {}}
 
         groups = want
         # softmax backward
@@ -586,6 +637,17 @@ def main(argv=None) -> int:
                 ratio = r["torch_s"] / r["ours_s"]
                 rows.append(_row("  vs torch fwd (gather)", r["ours_s"] * 1e3, r["torch_s"] * 1e3,
                                  ratio, "", None, ">= 10x", ratio >= 10))
+            # the issue's case through pyaclnn.ops, against the bf16 peak; grad default vs high
+            r = bench_nsa_ops(big, runs, rng)
+            results["cases"][f"nsa ops T={big['t']} N1=16 N2=1 D=192 Dv=128 bf16"] = r
+            for key, label in (("fwd", "fwd"), ("grad", "grad")):
+                frac = r[key + "_gflops"] / peak
+                rows.append(_row(f"NSA {label} bf16 T={big['t']} ops (vis {r['visible_fraction']:.0%})",
+                                 r[key + "_s"] * 1e3, None, None,
+                                 f"{r[key + '_gflops']:.1f} GFLOP/s", frac, ">= 70% bf16 pk", frac >= 0.70))
+            ratio = r["grad_high_s"] / r["grad_s"]
+            rows.append(_row("  grad: npu (default) vs precision high", r["grad_s"] * 1e3,
+                             r["grad_high_s"] * 1e3, ratio, "", None, ">= 1.2x", ratio >= 1.2))
             if torch is not None:
                 r = bench_nsa_train(big, "bf16", runs, rng, with_torch and not args.quick, torch_runs)
                 results["cases"][f"nsa train step T={big['t']} N1=16 N2=1 D=192 Dv=128 bf16"] = r

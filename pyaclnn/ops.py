@@ -276,6 +276,11 @@ def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head
     as in the vendor's kernel (sparse_mode 2 without a mask runs unmasked).
     A row with no visible key gets the vendor's uniform weights (see README).
 
+    Precision: by default the NPU's (PYACLNN_NSA_PRECISION=npu): P = softmax
+    is rounded to the input dtype (ties away from zero) before P V, the output
+    rounded once; PYACLNN_NSA_PRECISION=high keeps P in float32. The float32
+    golden of the default is pyaclnn.reference.nsa_selected_attention_npu.
+
     actual_seq_qlen / actual_seq_kvlen: cumulative lengths per batch, e.g.
     [512, 1024] for two batches of 512 tokens; None means one batch ([T1] /
     [T2]; the C operator itself requires both arrays).
@@ -362,6 +367,12 @@ def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_
     sparse_mode: 0 = every selected key is visible; 2 = causal: key j of the
     batch is visible to query s of the batch iff j <= s (positions counted
     from the start of each batch).
+
+    Precision: by default the NPU's (PYACLNN_NSA_PRECISION=npu): P and dS are
+    rounded to the input dtype (ties away from zero) before dv = P^T dO,
+    dq = dS K and dk = dS^T q, and the outputs are rounded once (ties away);
+    PYACLNN_NSA_PRECISION=high keeps P and dS in float32. The float32 golden
+    of the default is pyaclnn.reference.nsa_selected_attention_grad_npu.
 
     actual_seq_qlen / actual_seq_kvlen: cumulative lengths per batch, e.g.
     [512, 1024] for two batches of 512 tokens; give both or neither. Leaving

@@ -1,9 +1,11 @@
-"""Float64 numpy references for testing pyaclnn ops.
+"""Numpy references for testing pyaclnn ops.
 
-These functions define the intended mathematics of each op in float64 (no
+Most functions define the intended mathematics of each op in float64 (no
 emulation of device precision).  Inputs of any dtype (including
 ml_dtypes.bfloat16) are converted with ``np.asarray(x).astype(np.float64)``.
-Also holds the rounding helpers ``round_to`` and ``ulp`` used by the tests.
+The ``*_npu`` functions are float32 goldens of the NPU's precision for the NSA
+ops (what pyaclnn computes by default, PYACLNN_NSA_PRECISION=npu).
+Also holds the rounding helpers ``round_to``, ``round_half`` and ``ulp``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ __all__ = [
     "nsa_selected_attention_forward",
     "nsa_selected_attention",
     "nsa_selected_attention_grad",
+    "nsa_selected_attention_npu",
+    "nsa_selected_attention_grad_npu",
     "round_to",
+    "round_half",
     "ulp",
 ]
 
@@ -364,6 +369,173 @@ def nsa_selected_attention_grad(query, key, value, attention_out, attention_out_
         dq *= scale
         dk *= scale
     return dq.reshape(T1, N1, D), dk, dv
+
+
+# ---------------------------------------------------------------------------
+# NSA at the NPU's precision: float32 goldens
+# ---------------------------------------------------------------------------
+
+def _half_name(dtype):
+    name = np.dtype(dtype).name
+    if name not in ("float16", "bfloat16", "float32"):
+        raise ValueError(f"unsupported dtype {dtype!r}")
+    return name
+
+
+def round_half(x, dtype, ties="away"):
+    """float32 values rounded to float16 / bfloat16 precision (returned as float32).
+
+    ties="away": to nearest, ties away from zero (AscendC CAST_ROUND, what the
+    NPU's NSA kernels apply to P and dS); ties="even": to nearest even (torch's
+    ``.to()``). Subnormals are kept, overflow gives +-inf, NaN stays NaN. float32:
+    unchanged.
+    """
+    if ties not in ("away", "even"):
+        raise ValueError(f"ties must be 'away' or 'even', got {ties!r}")
+    name = _half_name(dtype)
+    x = np.asarray(x, dtype=np.float32)
+    if name == "float32":
+        return x.copy()
+    if name == "bfloat16":
+        # the top 16 bits of a float32: add half of the dropped part to the magnitude
+        u = x.view(np.uint32)
+        bias = np.uint32(0x8000) if ties == "away" else np.uint32(0x7fff) + ((u >> np.uint32(16)) & np.uint32(1))
+        r = ((u + bias) & np.uint32(0xffff0000)).view(np.float32)
+        return np.where(np.isnan(x), x, r)
+    with np.errstate(over="ignore"):
+        r = x.astype(np.float16)                        # to nearest even
+    if ties == "away":
+        # a tie rounded toward zero moves one step away: |x| - |r| is exact in float32
+        fin = np.isfinite(r)
+        ar = np.where(fin, np.abs(r), np.float16(0))
+        step = np.spacing(ar).astype(np.float32)
+        tie = fin & (np.abs(x) - ar.astype(np.float32) == step / 2)
+        r = np.where(tie, r + np.copysign(step, x).astype(np.float16), r)
+    return r.astype(np.float32)
+
+
+def _cast_out(x32, dtype, ties):
+    """float32 -> dtype, rounded once."""
+    name = _half_name(dtype)
+    if name == "float32":
+        return np.asarray(x32, np.float32)
+    r = round_half(x32, dtype, ties)
+    if name == "bfloat16":
+        import ml_dtypes
+        return r.astype(ml_dtypes.bfloat16)          # exact
+    return r.astype(np.float16)                        # exact
+
+
+def _gather_rows(x, J, N2):
+    """x [T, N2, W] -> [T1, N2, L, W] rows J [T1, N2, L] of each kv head."""
+    return x[J, np.arange(N2)[None, :, None]]
+
+
+def nsa_selected_attention_npu(query, key, value, topk_indices, *, scale_value, head_num,
+                               selected_block_size, selected_block_count, actual_seq_qlen=None,
+                               actual_seq_kvlen=None, atten_mask=None, input_layout="TND",
+                               sparse_mode=0, ties="away"):
+    """aclnnNsaSelectedAttention at the NPU's precision, in float32 (numpy).
+
+    As the vendor's kernel and its test golden: S = q K_J^T in float32, masked keys
+    (sparse_mode 2 AND an atten_mask) -FLT_MAX, then S *= scale (float32);
+    m = max S, e = exp(S - m), l = sum e, P = e / l rounded to the input dtype
+    (ties away from zero as CAST_ROUND; ties="even" as the test golden's ``.to()``),
+    O = P V_J accumulated in float32 and rounded once (to nearest even).
+    Returns (attention_out in the input dtype, softmax_max, softmax_sum [T1,N1,8] float32).
+    """
+    if input_layout != "TND":
+        raise ValueError(f"input_layout must be 'TND', got {input_layout!r}")
+    dt = np.asarray(query).dtype
+    q, k, v = (np.asarray(a).astype(np.float32) for a in (query, key, value))
+    T1, N1, D, T2, N2, Dv = _nsa_shapes(q, k, v)
+    if int(head_num) != N1:
+        raise ValueError(f"head_num {head_num} != query heads {N1}")
+    G = N1 // N2
+    B, C = int(selected_block_size), int(selected_block_count)
+    causal = sparse_mode == 2 and atten_mask is not None
+    J, vis = _nsa_index(T1, T2, N2, topk_indices, B, C, actual_seq_qlen, actual_seq_kvlen,
+                        2 if causal else 0)
+    sc = np.float32(scale_value)
+    out = np.zeros((T1, N2, G, Dv), np.float32)
+    mx = np.zeros((T1, N2, G), np.float32)
+    sm = np.zeros((T1, N2, G), np.float32)
+    step = max(1, (1 << 21) // (N2 * C * B * max(D, Dv)))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for t0 in range(0, T1, step):
+            t1 = min(T1, t0 + step)
+            kj = _gather_rows(k, J[t0:t1], N2)                      # [n, N2, L, D]
+            vj = _gather_rows(v, J[t0:t1], N2)
+            S = np.matmul(q[t0:t1].reshape(-1, N2, G, D), kj.transpose(0, 1, 3, 2))
+            S = np.where(vis[t0:t1, :, None, :], S, np.float32(-_FLT_MAX)) * sc
+            m = S.max(axis=-1, keepdims=True)
+            e = np.exp(S - m)
+            l = e.sum(axis=-1, keepdims=True, dtype=np.float32)
+            P = round_half(e / l, dt, ties)
+            out[t0:t1] = np.matmul(P, vj)
+            mx[t0:t1] = m[..., 0]
+            sm[t0:t1] = l[..., 0]
+    rep = lambda a: np.ascontiguousarray(np.broadcast_to(a.reshape(T1, N1, 1), (T1, N1, 8)))
+    return _cast_out(out.reshape(T1, N1, Dv), dt, "even"), rep(mx), rep(sm)
+
+
+def nsa_selected_attention_grad_npu(query, key, value, attention_out, attention_out_grad,
+                                    softmax_max, softmax_sum, topk_indices, *, scale_value,
+                                    selected_block_size, selected_block_count, head_num,
+                                    actual_seq_qlen=None, actual_seq_kvlen=None, atten_mask=None,
+                                    input_layout="TND", sparse_mode=0, out_dtype=None, ties="away"):
+    """aclnnNsaSelectedAttentionGrad at the NPU's precision, in float32 (numpy).
+
+    As the vendor's kernels: S = scale * q K_J^T and dP = dO V_J^T in float32;
+    P = exp(S - max) / sum from the given stats (0 where masked, sparse_mode 2, or
+    where the sum is 0); Dsum = sum(dO * attention_out) (float64, rounded to float32);
+    dS = P * (dP - Dsum) from the float32 P; P and dS rounded to the input dtype (ties
+    away from zero, CAST_ROUND); dV = P^T dO, dQ = dS K, dK = dS^T q accumulated in
+    float32, dQ and dK scaled after accumulation, each rounded once to out_dtype (default:
+    the input dtype; ties away from zero, as the vendor's post kernel).
+    """
+    del atten_mask
+    if input_layout != "TND":
+        raise ValueError(f"input_layout must be 'TND', got {input_layout!r}")
+    dt = np.asarray(query).dtype
+    odt = dt if out_dtype is None else np.dtype(out_dtype)
+    q, k, v = (np.asarray(a).astype(np.float32) for a in (query, key, value))
+    o, do = (np.asarray(a).astype(np.float32) for a in (attention_out, attention_out_grad))
+    T1, N1, D, T2, N2, Dv = _nsa_shapes(q, k, v)
+    if int(head_num) != N1:
+        raise ValueError(f"head_num {head_num} != query heads {N1}")
+    G = N1 // N2
+    B, C = int(selected_block_size), int(selected_block_count)
+    J, vis = _nsa_index(T1, T2, N2, topk_indices, B, C, actual_seq_qlen, actual_seq_kvlen, sparse_mode)
+    sc = np.float32(scale_value)
+    m = np.asarray(softmax_max, np.float32)[..., 0].reshape(T1, N2, G, 1)
+    l = np.asarray(softmax_sum, np.float32)[..., 0].reshape(T1, N2, G, 1)
+    dsum = (do.astype(np.float64) * o).sum(-1).astype(np.float32).reshape(T1, N2, G, 1)
+    q4, do4 = q.reshape(T1, N2, G, D), do.reshape(T1, N2, G, Dv)
+    dq = np.zeros((T1, N2, G, D), np.float32)
+    dk = np.zeros((T2, N2, D), np.float32)
+    dv = np.zeros((T2, N2, Dv), np.float32)
+    heads = np.arange(N2)[:, None]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for t in range(T1):
+            kj, vj = k[J[t], heads], v[J[t], heads]                      # [N2, L, D]
+            S = np.matmul(q4[t], kj.transpose(0, 2, 1)) * sc             # [N2, G, L]
+            w = vis[t][:, None, :] & (l[t] != 0)
+            P = np.where(w, np.exp(np.where(w, S - m[t], -np.inf)) / l[t], np.float32(0))
+            dP = np.matmul(do4[t], vj.transpose(0, 2, 1))
+            dS = np.where(w, P * (dP - dsum[t]), np.float32(0))
+            P16, dS16 = round_half(P, dt, ties), round_half(dS, dt, ties)
+            dq[t] = np.matmul(dS16, kj)
+            gk = np.matmul(dS16.transpose(0, 2, 1), q4[t])               # [N2, L, D]
+            gv = np.matmul(P16.transpose(0, 2, 1), do4[t])
+            for i in range(C):        # one selected block at a time: its rows are distinct
+                cols = slice(i * B, (i + 1) * B)
+                rows = (J[t][:, cols], heads)
+                dk[rows] += gk[:, cols]
+                dv[rows] += gv[:, cols]
+        dq, dk = dq * sc, dk * sc
+    return (_cast_out(dq.reshape(T1, N1, D), odt, ties), _cast_out(dk, odt, ties),
+            _cast_out(dv, odt, ties))
 
 
 # ---------------------------------------------------------------------------

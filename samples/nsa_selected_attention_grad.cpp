@@ -7,8 +7,9 @@
 //   blocks of 16 keys, 4 blocks selected per (token, kv head), sparseMode 0.
 // Inputs are fp16, drawn from a fixed LCG; the forward pass (attentionOut and the
 // softmax statistics the backward needs) is computed here on the host. The three
-// gradients are requested in fp32 and checked against a double-precision loop;
-// the program exits with 1 if they do not match.
+// gradients are requested in fp32 and checked against a double-precision loop that
+// rounds P and dS to fp16 before the products that use them, as the NPU does (and
+// pyaclnn by default); the program exits with 1 if they do not match.
 //
 // Build (pyaclnn):
 //   HOME_DIR=$(python -m pyaclnn home)
@@ -121,6 +122,17 @@ void PrintChecksum(const char* name, const std::vector<float>& data) {
 // Expected gradients in double from exactly the values handed to the operator:
 // P = exp(S - max) / sum with the given statistics, Dsum = rowsum(dY * attentionOut),
 // dS = P * (dP - Dsum), dQ = scale * dS K, dK += scale * dS^T Q, dV += P^T dY.
+// x rounded to fp16 precision, to nearest with ties away from zero (the NPU's CAST_ROUND of
+// P and dS; |x| < 65504 here).
+double RoundToHalf(double x) {
+    const double a = std::fabs(x);
+    if (a == 0.0) return x;
+    int e;
+    std::frexp(a, &e);                                  // a in [2^(e-1), 2^e)
+    const double step = std::ldexp(1.0, std::max(e - 11, -24));
+    return std::copysign(std::floor(a / step + 0.5) * step, x);
+}
+
 void ReferenceGrad(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                    const std::vector<float>& o, const std::vector<float>& dy, const std::vector<float>& smax,
                    const std::vector<float>& ssum, const std::vector<int32_t>& topk, const int64_t* cumQ,
@@ -149,12 +161,13 @@ void ReferenceGrad(const std::vector<float>& q, const std::vector<float>& k, con
                 for (int64_t d = 0; d < kD; ++d) s += static_cast<double>(qr[d]) * kr[d];
                 for (int64_t d = 0; d < kDv; ++d) dp += static_cast<double>(dyr[d]) * vr[d];
                 const double p = std::exp(s * scale - m) / l;
-                const double ds = p * (dp - dsum);
+                const double ds = RoundToHalf(p * (dp - dsum));   // from the unrounded P
+                const double p16 = RoundToHalf(p);
                 for (int64_t d = 0; d < kD; ++d) {
                     dq[(t * kN1 + n1) * kD + d] += scale * ds * kr[d];
                     dk[(row * kN2 + n2) * kD + d] += scale * ds * qr[d];
                 }
-                for (int64_t d = 0; d < kDv; ++d) dv[(row * kN2 + n2) * kDv + d] += p * dyr[d];
+                for (int64_t d = 0; d < kDv; ++d) dv[(row * kN2 + n2) * kDv + d] += p16 * dyr[d];
             }
         }
     }

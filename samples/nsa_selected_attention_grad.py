@@ -8,7 +8,9 @@ and 160; N1 = 4 query heads share N2 = 2 key/value heads; D = 192 (query/key) an
 Dv = 128 (value); every (token, kv head) selects 4 blocks of 16 keys of its own
 batch. The forward pass (attention_out and the softmax statistics the backward
 reads) comes from pyaclnn.reference, and the gradients are compared with the
-float64 reference. Two runs:
+float32 golden of the NPU's precision (pyaclnn.reference.nsa_selected_attention_grad_npu:
+P and dS rounded to the input dtype, the default; see PYACLNN_NSA_PRECISION in the
+README). Two runs:
 
 1. the one-call helper pyaclnn.nsa_selected_attention_grad: float16 inputs,
    float32 gradients, sparse_mode 0 (every selected key visible);
@@ -71,7 +73,7 @@ def report(title, got, want, out_dtype):
     print(title)
     ok = True
     for name, g, w in zip(("dq", "dk", "dv"), got, want):
-        g = g.astype(np.float64)
+        g, w = g.astype(np.float64), w.astype(np.float64)
         err = np.abs(g - w)
         peak = float(np.abs(w).max())
         if np.dtype(out_dtype) == np.float32:
@@ -87,7 +89,7 @@ def report(title, got, want, out_dtype):
 def one_call(rng):
     x = make_problem(rng, np.float16, sparse_mode=0)
     got = pyaclnn.nsa_selected_attention_grad(**x, **attrs(0), out_dtype=np.float32)
-    want = reference.nsa_selected_attention_grad(**x, **attrs(0))
+    want = reference.nsa_selected_attention_grad_npu(**x, **attrs(0), out_dtype=np.float32)
     return report("one-call helper: float16 in, float32 out, sparse_mode 0", got, want, np.float32)
 
 
@@ -117,7 +119,7 @@ def two_phase(rng):
             t.close()
         if workspace is not None:
             workspace.close()
-    want = reference.nsa_selected_attention_grad(**x, **a)
+    want = reference.nsa_selected_attention_grad_npu(**x, **a)
     return report("two-phase API: bfloat16 in and out, sparse_mode 2, strided query", got, want, bf16)
 
 

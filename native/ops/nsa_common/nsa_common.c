@@ -1,12 +1,81 @@
-/* Validation rules, row access, topk indexing and K/V packing shared by the
- * NSA selected-attention forward and backward (see nsa_common.h). */
+/* The NSA core shared by the selected-attention forward and backward (see
+ * nsa_common.h): validation rules, precision mode, plan core and executor,
+ * row access, topk indexing and operand packing. */
 #include "ops/nsa_common/nsa_common.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+#include <stdio.h>
+
 #include "common/pa_half.h"
+#include "kernels/nsa/nsa_round.h"
 #include "meta/pa_handles.h"
+#include "runtime/pa_threadpool.h"
+
+int nsa_check_required(const char *api, int status, const nsa_named *list, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].p == NULL) return pa_fail(status, "%s: %s must not be NULL", api, list[i].name);
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_tensors(const char *api, const nsa_named *list, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const int rc = nsa_check_tensor(api, list[i].p, list[i].name, 3);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_outputs_no_overlap(const char *api, const nsa_named *list, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const int rc = nsa_check_no_overlap(api, list[i].p, list[i].name);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_dtypes(const char *api, const nsa_named *list, size_t n, aclDataType want, const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        const aclDataType dt = ((const aclTensor *)list[i].p)->dtype;
+        if (dt != want) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must %s, got %s", api, list[i].name, what,
+                           pa_dtype_name(dt));
+        }
+    }
+    return ACLNN_SUCCESS;
+}
+
+int nsa_check_input_dtypes(const char *api, const aclTensor *query, const nsa_named *same, size_t n, bool relaxed) {
+    const aclDataType idt = query->dtype;
+    if (!(nsa_is_half(idt) || (relaxed && idt == ACL_FLOAT))) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: query must be FLOAT16 or BFLOAT16%s, got %s", api,
+                       relaxed ? " (or FLOAT in relaxed mode)" : "", pa_dtype_name(idt));
+    }
+    char same_as_q[64];
+    snprintf(same_as_q, sizeof same_as_q, "have the dtype of query (%s)", pa_dtype_name(idt));
+    return nsa_check_dtypes(api, same, n, idt, same_as_q);
+}
+
+int nsa_check_seq_pair(const char *api, const aclIntArray *seq_q, const aclIntArray *seq_kv, int64_t T1, int64_t T2,
+                       uint64_t max_batch) {
+    if (seq_q->size != seq_kv->size) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: actualSeqQLenOptional and actualSeqKvLenOptional must have equal lengths, got %llu "
+                       "and %llu",
+                       api, (unsigned long long)seq_q->size, (unsigned long long)seq_kv->size);
+    }
+    if (max_batch > 0 && seq_q->size > max_batch) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: the batch count (length of actualSeqQLenOptional) must be <= %llu, got %llu", api,
+                       (unsigned long long)max_batch, (unsigned long long)seq_q->size);
+    }
+    const int rc = nsa_check_seq(api, seq_q, "actualSeqQLenOptional", T1, "T1");
+    if (rc != ACLNN_SUCCESS) return rc;
+    return nsa_check_seq(api, seq_kv, "actualSeqKvLenOptional", T2, "T2");
+}
 
 bool nsa_relaxed_mode(void) {
     const char *e = getenv("PYACLNN_NSA_RELAXED");
@@ -77,6 +146,14 @@ int nsa_check_shape3(const char *api, const aclTensor *t, const char *name, cons
     pa_shape_str(t->dims, 3, got, sizeof got);
     pa_shape_str(want, 3, exp, sizeof exp);
     return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have shape %s (%s), got %s", api, name, exp, rule, got);
+}
+
+int nsa_check_shapes(const char *api, const nsa_shape_rule *rules, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const int rc = nsa_check_shape3(api, rules[i].t, rules[i].name, rules[i].want, rules[i].rule);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    return ACLNN_SUCCESS;
 }
 
 int nsa_check_attrs(const char *api, int64_t B, int64_t C, int64_t sparse_mode, bool relaxed, int64_t max_count,
@@ -220,6 +297,90 @@ int nsa_check_kv_lengths(const char *api, const aclIntArray *seq_kv, int64_t nba
     return ACLNN_SUCCESS;
 }
 
+/* ---- shape, precision, plan core ---- */
+
+int nsa_precision_mode(const char *api, nsa_precision *mode) {
+    const char *e = getenv("PYACLNN_NSA_PRECISION");
+    if (e == NULL || e[0] == '\0' || strcmp(e, "npu") == 0) {
+        *mode = NSA_PRECISION_NPU;
+        return ACLNN_SUCCESS;
+    }
+    if (strcmp(e, "high") == 0) {
+        *mode = NSA_PRECISION_HIGH;
+        return ACLNN_SUCCESS;
+    }
+    return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                   "%s: the environment variable PYACLNN_NSA_PRECISION must be \"npu\" (the default: P and dS "
+                   "rounded to the input dtype, as the NPU) or \"high\" (P and dS in fp32), got \"%.32s\"",
+                   api, e);
+}
+
+nsa_shape nsa_shape_of(int64_t T1, int64_t T2, int64_t N1, int64_t N2, int64_t D, int64_t Dv, int64_t B, int64_t C,
+                       int64_t nbatch) {
+    const nsa_shape sh = {.T1 = T1, .T2 = T2, .N1 = N1, .N2 = N2, .G = N1 / N2, .D = D, .Dv = Dv, .B = B, .C = C,
+                          .nbatch = nbatch};
+    return sh;
+}
+
+bool nsa_shape_finish(nsa_shape *sh) {
+    sh->Bp = nsa_round16(sh->B);
+    sh->Dp = nsa_round16(sh->D);
+    sh->Dvp = nsa_round16(sh->Dv);
+    sh->NB = sh->T2 / sh->B;
+    return sh->NB <= INT32_MAX; /* global block ids are int32 */
+}
+
+int nsa_core_init(const char *api, nsa_core *c, const nsa_shape *sh, double scale, aclDataType idt) {
+    memset(c, 0, sizeof *c);
+    nsa_precision mode = NSA_PRECISION_NPU;
+    const int rc = nsa_precision_mode(api, &mode);
+    if (rc != ACLNN_SUCCESS) return rc;
+    c->sh = *sh;
+    c->scale = pa_scale_to_f32(scale);
+    c->precision = mode;
+    c->btype = idt == ACL_FLOAT16 ? NSA_B_F16 : idt == ACL_BF16 ? NSA_B_BF16 : NSA_B_F32;
+    c->esize = c->btype == NSA_B_F32 ? 4 : 2;
+    /* the precision rule: P and dS rounded to the input dtype (fp32 inputs: nothing to round) */
+    c->rnd = mode == NSA_PRECISION_HIGH ? NSA_ROUND_NONE
+             : c->btype == NSA_B_F16   ? NSA_ROUND_F16
+             : c->btype == NSA_B_BF16  ? NSA_ROUND_BF16
+                                       : NSA_ROUND_NONE;
+    c->kern = nsa_kernels_select(pa_cpu_isa());
+    return ACLNN_SUCCESS;
+}
+
+int nsa_make_executor(const char *api, const pa_op_def *op, void *plan, size_t plan_size, nsa_core *core,
+                      const aclIntArray *seq_q, const aclIntArray *seq_kv, uint64_t ws_size,
+                      const size_t *in_views, int n_in, const size_t *out_views, int n_out, uint64_t *workspace_size,
+                      aclOpExecutor **executor) {
+    char *blob = NULL;
+    size_t blob_size = 0;
+    const int rc = nsa_plan_blob(api, plan, plan_size, &core->seq_q_off, &core->seq_kv_off, seq_q, seq_kv,
+                                 core->sh.nbatch, core->sh.T1, core->sh.T2, &blob, &blob_size);
+    if (rc != ACLNN_SUCCESS) return rc;
+    aclOpExecutor *ex = pa_executor_create(op, blob, blob_size, ws_size, in_views, n_in, out_views, n_out);
+    pa_free_aligned(blob);
+    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    *workspace_size = ws_size;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+int nsa_run_begin(const char *api, const void *plan, const nsa_core *core, const pa_tview *topk, void *workspace,
+                  uint64_t workspace_size, uint64_t ws_need, uint64_t off_tok, uint64_t off_gblk, char **ws,
+                  int64_t **tok, int32_t **gblk) {
+    if (workspace == NULL || workspace_size < ws_need) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: workspace of %llu bytes is smaller than the %llu required", api,
+                       (unsigned long long)workspace_size, (unsigned long long)ws_need);
+    }
+    *ws = (char *)workspace + ((64u - ((uintptr_t)workspace & 63u)) & 63u);
+    *tok = (int64_t *)(void *)(*ws + off_tok);
+    *gblk = (int32_t *)(void *)(*ws + off_gblk);
+    const nsa_shape *sh = &core->sh;
+    return nsa_index_topk(api, topk, nsa_seq_q(plan, core), nsa_seq_kv(plan, core), sh->nbatch, sh->N2, sh->C,
+                          sh->B, *tok, *gblk);
+}
+
 /* ---- plans ---- */
 
 bool nsa_ws_section(uint64_t *off, uint64_t *at, int64_t n, int64_t esize) {
@@ -322,29 +483,51 @@ void nsa_read_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, float *d
     for (int64_t j = 0; j < n; j++) dst[j] = load_elem(v, off + j * st);
 }
 
-void nsa_write_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, const float *src, float mul) {
+/* the output cast: rnd (ties away) or nearest even, the default NaN for NaN */
+static inline float out_value(float f, int rnd) {
+    f = nsa_round_inline(f, rnd); /* exact in the output dtype when rounded */
+    return f != f ? pa_bits_f32(0x7fc00000u) : f;
+}
+
+void nsa_write_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, const float *src, float mul, int away) {
     const int64_t off = v->offset + i0 * v->strides[0] + i1 * v->strides[1];
     const int64_t st = v->strides[2];
     char *base = (char *)v->base;
-    switch (v->dtype) {
-    case ACL_FLOAT:
+    if (v->dtype == ACL_FLOAT) {
         for (int64_t j = 0; j < n; j++) {
-            const float f = src[j] * mul;
+            const float f = out_value(src[j] * mul, NSA_ROUND_NONE);
             memcpy(base + (off + j * st) * 4, &f, 4);
         }
-        break;
-    case ACL_FLOAT16:
+    } else if (v->dtype == ACL_FLOAT16) {
+        const int rnd = away ? NSA_ROUND_F16 : NSA_ROUND_NONE;
         for (int64_t j = 0; j < n; j++) {
-            const uint16_t h = pa_f32_to_f16(src[j] * mul);
+            const uint16_t h = pa_f32_to_f16(out_value(src[j] * mul, rnd));
             memcpy(base + (off + j * st) * 2, &h, 2);
         }
-        break;
-    default:
+    } else {
+        const int rnd = away ? NSA_ROUND_BF16 : NSA_ROUND_NONE;
         for (int64_t j = 0; j < n; j++) {
-            const uint16_t h = pa_f32_to_bf16(src[j] * mul);
+            const uint16_t h = pa_f32_to_bf16(out_value(src[j] * mul, rnd));
             memcpy(base + (off + j * st) * 2, &h, 2);
         }
-        break;
+    }
+}
+
+void nsa_store_b(void *dst, int btype, const float *src, int64_t n, int64_t npad) {
+    if (btype == NSA_B_F32) {
+        float *d = dst;
+        memcpy(d, src, (size_t)n * sizeof(float));
+        for (int64_t j = n; j < npad; j++) d[j] = 0.0f;
+        return;
+    }
+    uint16_t *d = dst;
+    if (btype == NSA_B_F16) {
+        for (int64_t j = 0; j < npad; j++) d[j] = j < n ? pa_f32_to_f16(src[j]) : 0;
+        return;
+    }
+    for (int64_t j = 0; j < npad; j++) {
+        /* exact: the values came from bf16 */
+        d[nsa_b_slot(NSA_B_BF16, j)] = j < n ? (uint16_t)(pa_f32_bits(src[j]) >> 16) : 0;
     }
 }
 
@@ -382,52 +565,55 @@ int nsa_index_topk(const char *api, const pa_tview *tv, const int64_t *seq_q, co
     return ACLNN_SUCCESS;
 }
 
-/* Transposes B rows of n values (row stride ld, exact bf16 values in fp32) into
- * bf16 pairs: dst[((d/2)*Bp + r)*2 + d%2] = src[r][d], zero for d >= n (odd n)
- * and for r >= B. */
-static void pack_pairs(uint16_t *dst, const float *src, int64_t ld, int64_t n, int64_t B, int64_t Bp) {
-    const int64_t n2 = (n + 1) / 2;
-    for (int64_t j = 0; j < n2; j++) {
-        uint16_t *row = dst + j * Bp * 2;
-        for (int64_t r = 0; r < B; r++) {
-            const int64_t d = 2 * j;
-            row[2 * r] = (uint16_t)(pa_f32_bits(src[r * ld + d]) >> 16);
-            row[2 * r + 1] = d + 1 < n ? (uint16_t)(pa_f32_bits(src[r * ld + d + 1]) >> 16) : 0;
-        }
-        for (int64_t r = B; r < Bp; r++) row[2 * r] = row[2 * r + 1] = 0;
-    }
-}
 
-/* dst[d][r] = src[r*ld + d] for r < B, 0 for B <= r < Bp */
-static void transpose_block(float *dst, const float *src, int64_t ld, int64_t n, int64_t B, int64_t Bp) {
+/* dst rows d < n of Bp values: column r = src[r*ld + d] (r < B), zeros to Bp */
+static void store_transposed(char *dst, int btype, int64_t esize, const float *src, int64_t ld, int64_t n, int64_t B,
+                             int64_t Bp, float *col) {
     for (int64_t d = 0; d < n; d++) {
-        float *row = dst + d * Bp;
-        for (int64_t r = 0; r < B; r++) row[r] = src[r * ld + d];
-        for (int64_t r = B; r < Bp; r++) row[r] = 0.0f;
+        for (int64_t r = 0; r < B; r++) col[r] = src[r * ld + d];
+        nsa_store_b(dst + d * Bp * esize, btype, col, B, Bp);
     }
 }
 
-void nsa_pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
-    const int64_t B = pk->B, Bp = pk->Bp, D = pk->D, Dv = pk->Dv, Dp = pk->Dp, Dvp = pk->Dvp;
-    const int64_t n2 = it / pk->NB, kb = it % pk->NB;
-    float *k = pk->k32 != NULL ? pk->k32 + (n2 * pk->T2 + kb * B) * Dp : scratch;
-    float *vrow = scratch + B * Dp;
+static void pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
+    const nsa_shape *sh = &pk->core->sh;
+    const int bt = pk->core->btype;
+    const int64_t es = pk->core->esize;
+    const int64_t B = sh->B, Bp = sh->Bp, D = sh->D, Dv = sh->Dv, Dp = sh->Dp, Dvp = sh->Dvp;
+    const int64_t n2 = it / sh->NB, kb = it % sh->NB;
+    float *k = scratch, *vrow = scratch + B * Dp, *col = vrow + B * Dv;
     for (int64_t r = 0; r < B; r++) {
-        float *kr = k + r * Dp;
-        nsa_read_row(pk->k, kb * B + r, n2, D, kr);
-        for (int64_t d = D; d < Dp; d++) kr[d] = 0.0f;
+        const int64_t row = n2 * sh->T2 + kb * B + r;
+        nsa_read_row(pk->k, kb * B + r, n2, D, k + r * Dp);
         nsa_read_row(pk->v, kb * B + r, n2, Dv, vrow + r * Dv);
-        if (pk->v32 != NULL) {
-            float *vr = pk->v32 + (n2 * pk->T2 + kb * B + r) * Dvp;
-            memcpy(vr, vrow + r * Dv, (size_t)Dv * sizeof(float));
-            for (int64_t d = Dv; d < Dvp; d++) vr[d] = 0.0f;
-        }
+        if (pk->krows != NULL) nsa_store_b(pk->krows + row * Dp * es, bt, k + r * Dp, D, Dp);
+        if (pk->vrows != NULL) nsa_store_b(pk->vrows + row * Dvp * es, bt, vrow + r * Dv, Dv, Dvp);
     }
-    if (pk->use_bf16) {
-        pack_pairs((uint16_t *)(void *)(pk->kt + it * D * Bp), k, Dp, D, B, Bp);
-        if (pk->vt != NULL) pack_pairs((uint16_t *)(void *)(pk->vt + it * Dv * Bp), vrow, Dv, Dv, B, Bp);
+    store_transposed(pk->kt + it * D * Bp * es, bt, es, k, Dp, D, B, Bp, col);
+    if (pk->vt != NULL) store_transposed(pk->vt + it * Dv * Bp * es, bt, es, vrow, Dv, Dv, B, Bp, col);
+}
+
+typedef struct pack_job {
+    const nsa_kv_pack *pk;
+    atomic_int oom;
+} pack_job;
+
+/* items: (n2, key block); scratch: B*(Dp + Dv) + max(D, Dv)*Bp floats */
+static void pack_range(void *ctx, int64_t begin, int64_t end) {
+    pack_job *j = ctx;
+    const nsa_shape *sh = &j->pk->core->sh;
+    const int64_t w = sh->D > sh->Dv ? sh->D : sh->Dv;
+    float *scr = pa_thread_scratch((size_t)(sh->B * (sh->Dp + sh->Dv) + w * sh->Bp) * sizeof(float));
+    if (scr == NULL) {
+        atomic_store(&j->oom, 1);
         return;
     }
-    transpose_block(pk->kt + it * D * Bp, k, Dp, D, B, Bp);
-    if (pk->vt != NULL) transpose_block(pk->vt + it * Dv * Bp, vrow, Dv, Dv, B, Bp);
+    for (int64_t it = begin; it < end; it++) pack_kv_block(j->pk, it, scr);
+}
+
+bool nsa_pack_kv(const nsa_kv_pack *pk) {
+    pack_job j = {.pk = pk};
+    atomic_init(&j.oom, 0);
+    pa_parallel_for(pk->core->sh.N2 * pk->core->sh.NB, 1, pack_range, &j);
+    return atomic_load(&j.oom) == 0;
 }

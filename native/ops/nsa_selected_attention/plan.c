@@ -9,19 +9,16 @@
 #include "ops/nsa_selected_attention/nsa_sa.h"
 
 bool nsa_sa_layout(nsa_sa_plan *p) {
-    p->Bp = nsa_round16(p->B);
-    p->Dp = nsa_round16(p->D);
-    p->Dvp = nsa_round16(p->Dv);
-    p->NB = p->T2 / p->B;
-    if (p->NB > INT32_MAX) return false; /* global block ids are int32 */
+    const nsa_shape *sh = &p->core.sh;
+    const int64_t es = p->core.esize;
     int64_t gn, ktn, vn, nbp;
-    if (!pa_mul_ok(p->NB, p->Bp, &nbp) || !nsa_mul3(p->T1, p->N2, p->C, &gn) ||
-        !nsa_mul3(p->N2, nbp, p->D, &ktn) || !nsa_mul3(p->N2, p->T2, p->Dvp, &vn)) {
+    if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) ||
+        !nsa_mul3(sh->N2, nbp, sh->D, &ktn) || !nsa_mul3(sh->N2, sh->T2, sh->Dvp, &vn)) {
         return false;
     }
     uint64_t off = 0;
-    if (!nsa_ws_section(&off, &p->off_tok, p->T1, 16) || !nsa_ws_section(&off, &p->off_gblk, gn, 4) ||
-        !nsa_ws_section(&off, &p->off_kt, ktn, 4) || !nsa_ws_section(&off, &p->off_v32, vn, 4)) {
+    if (!nsa_ws_section(&off, &p->off_tok, sh->T1, 16) || !nsa_ws_section(&off, &p->off_gblk, gn, 4) ||
+        !nsa_ws_section(&off, &p->off_kt, ktn, es) || !nsa_ws_section(&off, &p->off_vrows, vn, es)) {
         return false;
     }
     if (off > UINT64_MAX - 64u) return false;
@@ -68,13 +65,14 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGetWorkspaceSize(
         .ws_size = workspaceSize,
         .executor = executor,
     };
-    nsa_sa_shape sh;
-    int rc = nsa_sa_validate(&args, &sh);
+    nsa_shape sh;
+    bool empty;
+    int rc = nsa_sa_validate(&args, &sh, &empty);
     if (rc != ACLNN_SUCCESS) return rc;
 
     nsa_sa_plan p;
     memset(&p, 0, sizeof p);
-    if (sh.empty) {
+    if (empty) {
         p.empty = 1;
         aclOpExecutor *ex = pa_executor_create(&nsa_sa_op_def, &p, sizeof p, 0, NULL, 0, NULL, 0);
         if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
@@ -82,6 +80,11 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGetWorkspaceSize(
         *executor = ex;
         return ACLNN_SUCCESS;
     }
+    if (!nsa_shape_finish(&sh)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: the problem is too large (more than 2^31 KV blocks)",
+                       NSA_SA_API);
+    }
+    if ((rc = nsa_core_init(NSA_SA_API, &p.core, &sh, scaleValue, query->dtype)) != ACLNN_SUCCESS) return rc;
     if (sparseMode == 2 && attenMaskOptional == NULL) warn_unmasked_sparse2();
     p.q = pa_tview_of(query);
     p.k = pa_tview_of(key);
@@ -93,40 +96,16 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGetWorkspaceSize(
     p.ssum = pa_tview_of(softmaxSumOut);
     p.out = pa_tview_of(attentionOut);
     p.causal = sparseMode == 2 && has_mask;
-    p.scale = pa_scale_to_f32(scaleValue);
-    p.T1 = sh.T1;
-    p.T2 = sh.T2;
-    p.N1 = sh.N1;
-    p.N2 = sh.N2;
-    p.G = sh.G;
-    p.D = sh.D;
-    p.Dv = sh.Dv;
-    p.B = sh.B;
-    p.C = sh.C;
-    p.nbatch = sh.nbatch;
     if (!nsa_sa_layout(&p)) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: the problem is too large (workspace size overflows)",
                        NSA_SA_API);
     }
-    p.kern = nsa_grad_select(pa_cpu_isa());
-    p.use_bf16 = p.q.dtype == ACL_BF16 && p.kern.gemm_bf16 != NULL;
-
-    char *blob = NULL;
-    size_t blob_size = 0;
-    rc = nsa_plan_blob(NSA_SA_API, &p, sizeof p, &p.seq_q_off, &p.seq_kv_off, actualSeqQLenOptional,
-                       actualSeqKvLenOptional, sh.nbatch, sh.T1, sh.T2, &blob, &blob_size);
-    if (rc != ACLNN_SUCCESS) return rc;
-
     const size_t in_views[5] = {
         offsetof(nsa_sa_plan, q), offsetof(nsa_sa_plan, k), offsetof(nsa_sa_plan, v), offsetof(nsa_sa_plan, topk),
         has_mask ? offsetof(nsa_sa_plan, mask) : SIZE_MAX,
     };
     const size_t out_views[3] = {offsetof(nsa_sa_plan, smax), offsetof(nsa_sa_plan, ssum),
                                  offsetof(nsa_sa_plan, out)};
-    aclOpExecutor *ex = pa_executor_create(&nsa_sa_op_def, blob, blob_size, p.ws_size, in_views, 5, out_views, 3);
-    pa_free_aligned(blob);
-    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    *workspaceSize = p.ws_size;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    return nsa_make_executor(NSA_SA_API, &nsa_sa_op_def, &p, sizeof p, &p.core, actualSeqQLenOptional,
+                             actualSeqKvLenOptional, p.ws_size, in_views, 5, out_views, 3, workspaceSize, executor);
 }

@@ -9,20 +9,18 @@
 #include "ops/nsa_selected_attention_grad/nsa_sag.h"
 
 bool nsa_sag_layout(nsa_sag_plan *p) {
-    p->Bp = nsa_round16(p->B);
-    p->Dp = nsa_round16(p->D);
-    p->Dvp = nsa_round16(p->Dv);
-    p->NB = p->T2 / p->B;
-    if (p->NB > INT32_MAX) return false; /* global block ids are int32 */
-    const int64_t hb = p->q.dtype == ACL_BF16 ? 6 : 4; /* bytes per packed Q / dO element */
+    const nsa_shape *sh = &p->core.sh;
+    const int64_t es = p->core.esize;
+    const int half = p->core.btype != NSA_B_F32;   /* 16-bit copies of Q and dO rows */
+    const int64_t hb = half ? 6 : 4;               /* bytes per packed Q / dO element */
 
     /* tokens per tile: one token's tile-sized arrays take
      *   N1*(C*Bp*8 + (Dp+Dvp)*hb + 12) + N2*C*4 bytes
-     * (P and dS, packed Q and dO (+ bf16 copies), max/sum/Dsum, index entries) */
+     * (P and dS, packed Q and dO (+ 16-bit copies), max/sum/Dsum, index entries) */
     int64_t per_tok, t1, t2;
-    if (!nsa_mul3(p->N1, p->C, p->Bp, &t1) || !pa_mul_ok(t1, 8, &t1) ||
-        !pa_mul_ok(p->N1, (p->Dp + p->Dvp) * hb + 12, &t2) ||
-        !nsa_mul3(p->N2, p->C, 4, &per_tok) || __builtin_add_overflow(per_tok, t1, &per_tok) ||
+    if (!nsa_mul3(sh->N1, sh->C, sh->Bp, &t1) || !pa_mul_ok(t1, 8, &t1) ||
+        !pa_mul_ok(sh->N1, (sh->Dp + sh->Dvp) * hb + 12, &t2) ||
+        !nsa_mul3(sh->N2, sh->C, 4, &per_tok) || __builtin_add_overflow(per_tok, t1, &per_tok) ||
         __builtin_add_overflow(per_tok, t2, &per_tok)) {
         return false;
     }
@@ -35,31 +33,30 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
         if (end != force && *end == '\0' && v > 0 && v < tile) tile = (int64_t)v;
     }
     if (tile < 1) tile = 1;
-    if (tile > p->T1) tile = p->T1;
+    if (tile > sh->T1) tile = sh->T1;
     p->tile = tile;
-    p->ntiles = (p->T1 + tile - 1) / tile;
+    p->ntiles = (sh->T1 + tile - 1) / tile;
 
-    int64_t qn, don, tn, gn, k32n, ktn, vtn, dvn, pn, cn, en, nbp;
-    if (!pa_mul_ok(p->NB, p->Bp, &nbp) || !nsa_mul3(tile, p->N1, p->Dp, &qn) || !nsa_mul3(tile, p->N1, p->Dvp, &don) ||
-        !pa_mul_ok(tile, p->N1, &tn) || !nsa_mul3(p->T1, p->N2, p->C, &gn) ||
-        !nsa_mul3(p->N2, p->T2, p->Dp, &k32n) || !nsa_mul3(p->N2, nbp, p->D, &ktn) ||
-        !nsa_mul3(p->N2, nbp, p->Dv, &vtn) || !nsa_mul3(p->N2, p->T2, p->Dvp, &dvn) ||
-        !nsa_mul3(tile, p->N1, p->C, &pn) || !pa_mul_ok(pn, p->Bp, &pn) || !pa_mul_ok(p->N2, p->NB, &cn) ||
-        !nsa_mul3(tile, p->N2, p->C, &en)) {
+    int64_t qn, don, tn, gn, krn, ktn, vtn, dvn, pn, cn, en, nbp;
+    if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !nsa_mul3(tile, sh->N1, sh->Dp, &qn) ||
+        !nsa_mul3(tile, sh->N1, sh->Dvp, &don) || !pa_mul_ok(tile, sh->N1, &tn) ||
+        !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) || !nsa_mul3(sh->N2, sh->T2, sh->Dp, &krn) ||
+        !nsa_mul3(sh->N2, nbp, sh->D, &ktn) || !nsa_mul3(sh->N2, nbp, sh->Dv, &vtn) ||
+        !nsa_mul3(sh->N2, sh->T2, sh->Dvp, &dvn) || !nsa_mul3(tile, sh->N1, sh->C, &pn) ||
+        !pa_mul_ok(pn, sh->Bp, &pn) || !pa_mul_ok(sh->N2, sh->NB, &cn) || !nsa_mul3(tile, sh->N2, sh->C, &en)) {
         return false;
     }
-    /* bf16 copies of the tile's Q and dO rows, for bf16 inputs only */
-    const int64_t qbn = p->q.dtype == ACL_BF16 ? qn : 0, dobn = p->q.dtype == ACL_BF16 ? don : 0;
     uint64_t off = 0;
     if (!nsa_ws_section(&off, &p->off_q32, qn, 4) || !nsa_ws_section(&off, &p->off_do32, don, 4) ||
-        !nsa_ws_section(&off, &p->off_qb, qbn, 2) || !nsa_ws_section(&off, &p->off_dob, dobn, 2) ||
-        !nsa_ws_section(&off, &p->off_mx, tn, 4) || !nsa_ws_section(&off, &p->off_sm, tn, 4) ||
-        !nsa_ws_section(&off, &p->off_dsum, tn, 4) || !nsa_ws_section(&off, &p->off_tok, p->T1, 16) ||
-        !nsa_ws_section(&off, &p->off_gblk, gn, 4) || !nsa_ws_section(&off, &p->off_k32, k32n, 4) ||
-        !nsa_ws_section(&off, &p->off_kt, ktn, 4) || !nsa_ws_section(&off, &p->off_vt, vtn, 4) ||
-        !nsa_ws_section(&off, &p->off_dkacc, k32n, 4) || !nsa_ws_section(&off, &p->off_dvacc, dvn, 4) ||
-        !nsa_ws_section(&off, &p->off_p, pn, 4) || !nsa_ws_section(&off, &p->off_ds, pn, 4) ||
-        !nsa_ws_section(&off, &p->off_cnt, cn + 1, 8) || !nsa_ws_section(&off, &p->off_ent, en, 4)) {
+        !nsa_ws_section(&off, &p->off_q16, half ? qn : 0, 2) ||
+        !nsa_ws_section(&off, &p->off_do16, half ? don : 0, 2) || !nsa_ws_section(&off, &p->off_mx, tn, 4) ||
+        !nsa_ws_section(&off, &p->off_sm, tn, 4) || !nsa_ws_section(&off, &p->off_dsum, tn, 4) ||
+        !nsa_ws_section(&off, &p->off_tok, sh->T1, 16) || !nsa_ws_section(&off, &p->off_gblk, gn, 4) ||
+        !nsa_ws_section(&off, &p->off_krows, krn, es) || !nsa_ws_section(&off, &p->off_kt, ktn, es) ||
+        !nsa_ws_section(&off, &p->off_vt, vtn, es) || !nsa_ws_section(&off, &p->off_dkacc, krn, 4) ||
+        !nsa_ws_section(&off, &p->off_dvacc, dvn, 4) || !nsa_ws_section(&off, &p->off_p, pn, 4) ||
+        !nsa_ws_section(&off, &p->off_ds, pn, 4) || !nsa_ws_section(&off, &p->off_cnt, cn + 1, 8) ||
+        !nsa_ws_section(&off, &p->off_ent, en, 4)) {
         return false;
     }
     if (off > UINT64_MAX - 64u) return false;
@@ -98,12 +95,17 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGradGetWorkspaceSize(
         .ws_size = workspaceSize,
         .executor = executor,
     };
-    nsa_sag_shape sh;
+    nsa_shape sh;
     int rc = nsa_sag_validate(&args, &sh);
     if (rc != ACLNN_SUCCESS) return rc;
+    if (!nsa_shape_finish(&sh)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: the problem is too large (more than 2^31 KV blocks)",
+                       NSA_SAG_API);
+    }
 
     nsa_sag_plan p;
     memset(&p, 0, sizeof p);
+    if ((rc = nsa_core_init(NSA_SAG_API, &p.core, &sh, scaleValue, query->dtype)) != ACLNN_SUCCESS) return rc;
     p.q = pa_tview_of(query);
     p.k = pa_tview_of(key);
     p.v = pa_tview_of(value);
@@ -118,30 +120,10 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGradGetWorkspaceSize(
     p.dk = pa_tview_of(dkOut);
     p.dv = pa_tview_of(dvOut);
     p.sparse_mode = (int32_t)sparseMode;
-    p.scale = pa_scale_to_f32(scaleValue);
-    p.T1 = sh.T1;
-    p.T2 = sh.T2;
-    p.N1 = sh.N1;
-    p.N2 = sh.N2;
-    p.G = sh.G;
-    p.D = sh.D;
-    p.Dv = sh.Dv;
-    p.B = sh.B;
-    p.C = sh.C;
-    p.nbatch = sh.nbatch;
     if (!nsa_sag_layout(&p)) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: the problem is too large (workspace size overflows)",
                        NSA_SAG_API);
     }
-    p.kern = nsa_grad_select(pa_cpu_isa());
-    p.use_bf16 = p.q.dtype == ACL_BF16 && p.kern.gemm_bf16 != NULL;
-
-    char *blob = NULL;
-    size_t blob_size = 0;
-    rc = nsa_plan_blob(NSA_SAG_API, &p, sizeof p, &p.seq_q_off, &p.seq_kv_off, actualSeqQLenOptional,
-                       actualSeqKvLenOptional, sh.nbatch, sh.T1, sh.T2, &blob, &blob_size);
-    if (rc != ACLNN_SUCCESS) return rc;
-
     const size_t in_views[9] = {
         offsetof(nsa_sag_plan, q),    offsetof(nsa_sag_plan, k),    offsetof(nsa_sag_plan, v),
         offsetof(nsa_sag_plan, o),    offsetof(nsa_sag_plan, dout), offsetof(nsa_sag_plan, smax),
@@ -150,10 +132,6 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGradGetWorkspaceSize(
     };
     const size_t out_views[3] = {offsetof(nsa_sag_plan, dq), offsetof(nsa_sag_plan, dk),
                                  offsetof(nsa_sag_plan, dv)};
-    aclOpExecutor *ex = pa_executor_create(&nsa_sag_op_def, blob, blob_size, p.ws_size, in_views, 9, out_views, 3);
-    pa_free_aligned(blob);
-    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    *workspaceSize = p.ws_size;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    return nsa_make_executor(NSA_SAG_API, &nsa_sag_op_def, &p, sizeof p, &p.core, actualSeqQLenOptional,
+                             actualSeqKvLenOptional, p.ws_size, in_views, 9, out_views, 3, workspaceSize, executor);
 }

@@ -9,12 +9,10 @@
 
 #define API NSA_SAG_API
 
-int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
+int nsa_sag_validate(const nsa_sag_args *a, nsa_shape *sh) {
+    memset(sh, 0, sizeof *sh);
     /* ---- required pointers ---- */
-    const struct {
-        const void *p;
-        const char *name;
-    } req[] = {
+    const nsa_named req[] = {
         {a->q, "query"},
         {a->k, "key"},
         {a->v, "value"},
@@ -30,30 +28,21 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
         {a->ws_size, "workspaceSize"},
         {a->executor, "executor"},
     };
-    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
-        if (req[i].p == NULL) {
-            return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s must not be NULL", API, req[i].name);
-        }
-    }
+    int rc = nsa_check_required(API, ACLNN_ERR_PARAM_NULLPTR, req, sizeof req / sizeof req[0]);
+    if (rc != ACLNN_SUCCESS) return rc;
     if (strcmp(a->layout, "TND") != 0) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: inputLayout must be \"TND\", got \"%.16s\"", API, a->layout);
     }
     const bool relaxed = nsa_relaxed_mode();
 
     /* ---- handles, formats, ranks, strides ---- */
-    const struct {
-        const aclTensor *t;
-        const char *name;
-    } ten[] = {
+    const nsa_named ten[] = {
         {a->q, "query"},         {a->k, "key"},           {a->v, "value"},
         {a->o, "attentionOut"},  {a->dout, "attentionOutGrad"}, {a->smax, "softmaxMax"},
         {a->ssum, "softmaxSum"}, {a->topk, "topkIndices"}, {a->dq, "dqOut"},
         {a->dk, "dkOut"},        {a->dv, "dvOut"},
     };
-    int rc;
-    for (size_t i = 0; i < sizeof ten / sizeof ten[0]; i++) {
-        if ((rc = nsa_check_tensor(API, ten[i].t, ten[i].name, 3)) != ACLNN_SUCCESS) return rc;
-    }
+    if ((rc = nsa_check_tensors(API, ten, 11)) != ACLNN_SUCCESS) return rc;
     if (a->mask != NULL && (rc = nsa_check_tensor(API, a->mask, "attenMaskOptional", 2)) != ACLNN_SUCCESS) return rc;
     if (a->seq_q != NULL &&
         (rc = pa_handle_check(API, "actualSeqQLenOptional", a->seq_q, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS) {
@@ -63,34 +52,16 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
         (rc = pa_handle_check(API, "actualSeqKvLenOptional", a->seq_kv, PA_HANDLE_INT_ARRAY)) != ACLNN_SUCCESS) {
         return rc;
     }
-    for (size_t i = 8; i < 11; i++) {
-        if ((rc = nsa_check_no_overlap(API, ten[i].t, ten[i].name)) != ACLNN_SUCCESS) return rc;
-    }
+    if ((rc = nsa_check_outputs_no_overlap(API, ten + 8, 3)) != ACLNN_SUCCESS) return rc;
 
     /* ---- dtypes ---- */
-    const aclDataType idt = a->q->dtype;
-    if (!(nsa_is_half(idt) || (relaxed && idt == ACL_FLOAT))) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: query must be FLOAT16 or BFLOAT16%s, got %s", API,
-                       relaxed ? " (or FLOAT in relaxed mode)" : "", pa_dtype_name(idt));
-    }
-    for (size_t i = 1; i < 5; i++) {
-        if (ten[i].t->dtype != idt) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have the dtype of query (%s), got %s", API,
-                           ten[i].name, pa_dtype_name(idt), pa_dtype_name(ten[i].t->dtype));
-        }
-    }
-    for (size_t i = 5; i < 7; i++) {
-        if (ten[i].t->dtype != ACL_FLOAT) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be FLOAT, got %s", API, ten[i].name,
-                           pa_dtype_name(ten[i].t->dtype));
-        }
-    }
-    if (a->topk->dtype != ACL_INT32) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: topkIndices must be INT32, got %s", API,
-                       pa_dtype_name(a->topk->dtype));
+    if ((rc = nsa_check_input_dtypes(API, a->q, ten + 1, 4, relaxed)) != ACLNN_SUCCESS ||
+        (rc = nsa_check_dtypes(API, ten + 5, 2, ACL_FLOAT, "be FLOAT")) != ACLNN_SUCCESS ||
+        (rc = nsa_check_dtypes(API, ten + 7, 1, ACL_INT32, "be INT32")) != ACLNN_SUCCESS) {
+        return rc;
     }
     for (size_t i = 8; i < 11; i++) {
-        const aclDataType dt = ten[i].t->dtype;
+        const aclDataType dt = ((const aclTensor *)ten[i].p)->dtype;
         if (!(nsa_is_half(dt) || dt == ACL_FLOAT)) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be FLOAT16, BFLOAT16 or FLOAT, got %s", API,
                            ten[i].name, pa_dtype_name(dt));
@@ -109,29 +80,20 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
     const int64_t T1 = a->q->dims[0], N1 = a->q->dims[1], D = a->q->dims[2];
     const int64_t T2 = a->k->dims[0], N2 = a->k->dims[1];
     const int64_t Dv = a->v->dims[2];
-    {
-        const int64_t kshape[3] = {T2, N2, D};
-        const int64_t vshape[3] = {T2, N2, Dv};
-        const int64_t oshape[3] = {T1, N1, Dv};
-        const int64_t qshape[3] = {T1, N1, D};
-        const int64_t sshape[3] = {T1, N1, 8};
-        const int64_t tshape[3] = {T1, N2, C};
-        if ((rc = nsa_check_shape3(API, a->k, "key", kshape, "[T2,N2,D], D of query")) ||
-            (rc = nsa_check_shape3(API, a->v, "value", vshape, "[T2,N2,Dv], T2 and N2 of key")) ||
-            (rc = nsa_check_shape3(API, a->o, "attentionOut", oshape, "[T1,N1,Dv], T1 and N1 of query, Dv of value")) ||
-            (rc = nsa_check_shape3(API, a->dout, "attentionOutGrad", oshape,
-                               "[T1,N1,Dv], T1 and N1 of query, Dv of value")) ||
-            (rc = nsa_check_shape3(API, a->smax, "softmaxMax", sshape, "[T1,N1,8]")) ||
-            (rc = nsa_check_shape3(API, a->ssum, "softmaxSum", sshape, "[T1,N1,8]")) ||
-            (rc = nsa_check_shape3(API, a->topk, "topkIndices", tshape, "[T1,N2,selectedBlockCount]")) ||
-            (rc = nsa_check_shape3(API, a->dq, "dqOut", qshape, "the shape of query")) ||
-            (rc = nsa_check_shape3(API, a->dk, "dkOut", kshape, "the shape of key")) ||
-            (rc = nsa_check_shape3(API, a->dv, "dvOut", vshape, "the shape of value"))) {
-            return rc;
-        }
-    }
+    const nsa_shape_rule shapes[] = {
+        {a->k, "key", {T2, N2, D}, "[T2,N2,D], D of query"},
+        {a->v, "value", {T2, N2, Dv}, "[T2,N2,Dv], T2 and N2 of key"},
+        {a->o, "attentionOut", {T1, N1, Dv}, "[T1,N1,Dv], T1 and N1 of query, Dv of value"},
+        {a->dout, "attentionOutGrad", {T1, N1, Dv}, "[T1,N1,Dv], T1 and N1 of query, Dv of value"},
+        {a->smax, "softmaxMax", {T1, N1, 8}, "[T1,N1,8]"},
+        {a->ssum, "softmaxSum", {T1, N1, 8}, "[T1,N1,8]"},
+        {a->topk, "topkIndices", {T1, N2, C}, "[T1,N2,selectedBlockCount]"},
+        {a->dq, "dqOut", {T1, N1, D}, "the shape of query"},
+        {a->dk, "dkOut", {T2, N2, D}, "the shape of key"},
+        {a->dv, "dvOut", {T2, N2, Dv}, "the shape of value"},
+    };
+    if ((rc = nsa_check_shapes(API, shapes, sizeof shapes / sizeof shapes[0])) != ACLNN_SUCCESS) return rc;
     if ((rc = nsa_check_heads(API, N1, N2, a->head_num, relaxed)) != ACLNN_SUCCESS) return rc;
-    const int64_t G = N1 / N2;
     if ((rc = nsa_check_dims(API, T1, T2, D, Dv, relaxed)) != ACLNN_SUCCESS) return rc;
 
     /* ---- batches ---- */
@@ -142,28 +104,11 @@ int nsa_sag_validate(const nsa_sag_args *a, nsa_sag_shape *sh) {
     }
     int64_t nbatch = 1;
     if (a->seq_q != NULL) {
-        if (a->seq_q->size != a->seq_kv->size) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID,
-                           "%s: actualSeqQLenOptional and actualSeqKvLenOptional must have equal lengths, got %llu "
-                           "and %llu",
-                           API, (unsigned long long)a->seq_q->size, (unsigned long long)a->seq_kv->size);
-        }
-        if ((rc = nsa_check_seq(API, a->seq_q, "actualSeqQLenOptional", T1, "T1")) != ACLNN_SUCCESS) return rc;
-        if ((rc = nsa_check_seq(API, a->seq_kv, "actualSeqKvLenOptional", T2, "T2")) != ACLNN_SUCCESS) return rc;
+        if ((rc = nsa_check_seq_pair(API, a->seq_q, a->seq_kv, T1, T2, 0)) != ACLNN_SUCCESS) return rc;
         nbatch = (int64_t)a->seq_q->size;
     }
     if ((rc = nsa_check_kv_lengths(API, a->seq_kv, nbatch, T2, B, C, relaxed)) != ACLNN_SUCCESS) return rc;
 
-    sh->T1 = T1;
-    sh->T2 = T2;
-    sh->N1 = N1;
-    sh->N2 = N2;
-    sh->G = G;
-    sh->D = D;
-    sh->Dv = Dv;
-    sh->B = B;
-    sh->C = C;
-    sh->nbatch = nbatch;
-    sh->relaxed = relaxed;
+    *sh = nsa_shape_of(T1, T2, N1, N2, D, Dv, B, C, nbatch);
     return ACLNN_SUCCESS;
 }

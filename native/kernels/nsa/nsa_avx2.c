@@ -1,0 +1,259 @@
+/* NSA selected attention, AVX2 + FMA + F16C tier (see nsa.h). Bitwise equal to
+ * the scalar oracle: every operation below has its scalar twin there.
+ *
+ * GEMM: micro-kernels of MR (<= 6) rows x 16 columns of C in registers (12
+ * accumulators), one fused multiply-add chain per element. Per k, the 16 B
+ * values of the row are loaded once and widened to two fp32 vectors (fp16:
+ * vcvtph2ps; bf16: two unpacks with zero, hence the slot order of nsa_b_slot),
+ * and each of the MR A elements is broadcast once. Panels are walked in chunks
+ * of about NSA_KC k-rows so a column tile's B slice stays in L1 across the row
+ * tiles; partial sums go back to C between chunks (exact). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/nsa/nsa.h"
+
+#define NSA_INLINE static inline __attribute__((always_inline))
+#ifndef NSA_KC
+#define NSA_KC 128
+#endif
+
+typedef void (*mk_fn)(const nsa_panel *pan, int64_t np, int64_t K, int64_t a_sm, int64_t a_sk, int64_t m0,
+                      int64_t n0, int64_t ldb, float *c, int64_t ldc, int load);
+
+/* the 16 B values of one row at column n0 (a multiple of 16), as two fp32 vectors */
+NSA_INLINE void load_b(const int BT, const void *b, int64_t off, __m256 *lo, __m256 *hi) {
+    if (BT == NSA_B_F32) {
+        const float *p = (const float *)b + off;
+        *lo = _mm256_loadu_ps(p);
+        *hi = _mm256_loadu_ps(p + 8);
+    } else if (BT == NSA_B_F16) {
+        const uint16_t *p = (const uint16_t *)b + off;
+        *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+        *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 8)));
+    } else {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)b + off));
+        const __m256i z = _mm256_setzero_si256();
+        *lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, x));
+        *hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, x));
+    }
+}
+
+NSA_INLINE void mk_body(const int BT, const int MR, const nsa_panel *pan, int64_t np, int64_t K, int64_t a_sm,
+                        int64_t a_sk, int64_t m0, int64_t n0, int64_t ldb, float *c, int64_t ldc, int load) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = load ? _mm256_loadu_ps(c + (m0 + i) * ldc + n0) : _mm256_setzero_ps();
+        acc[i][1] = load ? _mm256_loadu_ps(c + (m0 + i) * ldc + n0 + 8) : _mm256_setzero_ps();
+    }
+    for (int64_t p = 0; p < np; p++) {
+        const float *a = pan[p].a + m0 * a_sm;
+        const void *b = pan[p].b;
+        int64_t off = n0;
+        for (int64_t k = 0; k < K; k++) {
+            __m256 b0, b1;
+            load_b(BT, b, off, &b0, &b1);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                const __m256 av = _mm256_broadcast_ss(a + i * a_sm);
+                acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+            }
+            a += a_sk;
+            off += ldb;
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+        _mm256_storeu_ps(c + (m0 + i) * ldc + n0, acc[i][0]);
+        _mm256_storeu_ps(c + (m0 + i) * ldc + n0 + 8, acc[i][1]);
+    }
+}
+
+/* instantiations: B type x A layout (row-major: a_sk == 1, column-major: a_sm == 1) x MR */
+#define MK_DEF(BT, MR)                                                                                         \
+    static void mk_rm_##BT##_##MR(const nsa_panel *pan, int64_t np, int64_t K, int64_t a_sm, int64_t a_sk,    \
+                                  int64_t m0, int64_t n0, int64_t ldb, float *c, int64_t ldc, int load) {     \
+        (void)a_sk;                                                                                            \
+        mk_body(BT, MR, pan, np, K, a_sm, 1, m0, n0, ldb, c, ldc, load);                                       \
+    }                                                                                                          \
+    static void mk_cm_##BT##_##MR(const nsa_panel *pan, int64_t np, int64_t K, int64_t a_sm, int64_t a_sk,    \
+                                  int64_t m0, int64_t n0, int64_t ldb, float *c, int64_t ldc, int load) {     \
+        (void)a_sm;                                                                                            \
+        mk_body(BT, MR, pan, np, K, 1, a_sk, m0, n0, ldb, c, ldc, load);                                       \
+    }
+#define MK_TYPE(BT) MK_DEF(BT, 1) MK_DEF(BT, 2) MK_DEF(BT, 3) MK_DEF(BT, 4) MK_DEF(BT, 5) MK_DEF(BT, 6)
+MK_TYPE(0)
+MK_TYPE(1)
+MK_TYPE(2)
+#define MK_ROW(L, BT) {mk_##L##_##BT##_1, mk_##L##_##BT##_2, mk_##L##_##BT##_3, mk_##L##_##BT##_4, mk_##L##_##BT##_5, mk_##L##_##BT##_6}
+
+/* [btype][layout][MR-1] */
+static const mk_fn mk_table[3][2][6] = {
+    {MK_ROW(rm, 0), MK_ROW(cm, 0)},
+    {MK_ROW(rm, 1), MK_ROW(cm, 1)},
+    {MK_ROW(rm, 2), MK_ROW(cm, 2)},
+};
+
+void nsa_gemm_avx2(const nsa_gemm_args *g) {
+    const int layout = nsa_gemm_front(g);
+    if (layout < 0) return;
+    if (g->btype < 0 || g->btype > 2) {
+        nsa_gemm_scalar(g);
+        return;
+    }
+    const mk_fn *tab = mk_table[g->btype][layout];
+    const int64_t M = g->m, N = g->n, K = g->k;
+    int64_t pc = NSA_KC / K;
+    if (pc < 1) pc = 1;
+    for (int64_t p0 = 0; p0 < g->npanels; p0 += pc) {
+        const int64_t np = pc < g->npanels - p0 ? pc : g->npanels - p0;
+        const int load = g->accumulate || p0 > 0;
+        for (int64_t n0 = 0; n0 < N; n0 += 16) {
+            for (int64_t m0 = 0; m0 < M; m0 += 6) {
+                const int mr = (int)(M - m0 < 6 ? M - m0 : 6);
+                tab[mr - 1](g->panels + p0, np, K, g->a_sm, g->a_sk, m0, n0, g->ldb, g->c, g->ldc, load);
+            }
+        }
+    }
+}
+
+/* ---- the precision rule (nsa_round_scalar, 8 lanes) ---- */
+
+NSA_INLINE __m256 round16(__m256 x, int rnd) {
+    if (rnd == NSA_ROUND_NONE) return x;
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
+    const __m256i a = _mm256_and_si256(u, absmask);
+    const __m256i sgn = _mm256_andnot_si256(absmask, u);
+    const __m256i nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7f800000));
+    __m256i r;
+    if (rnd == NSA_ROUND_BF16) {
+        r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32((int)0xffff0000u));
+    } else {
+        /* normal range: round the magnitude bits, then overflow to inf */
+        __m256i rn = _mm256_and_si256(_mm256_add_epi32(a, _mm256_set1_epi32(0x1000)), _mm256_set1_epi32(~0x1fff));
+        rn = _mm256_blendv_epi8(rn, _mm256_set1_epi32(0x7f800000), _mm256_cmpgt_epi32(rn, _mm256_set1_epi32(0x477fe000)));
+        /* subnormal range: multiples of 2^-24, ties away */
+        const __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(a), _mm256_set1_ps(16777216.0f));
+        const __m256 t = _mm256_round_ps(y, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m256 up = _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(y, t), _mm256_set1_ps(0.5f), _CMP_GE_OQ),
+                                        _mm256_set1_ps(1.0f));
+        const __m256 rs = _mm256_mul_ps(_mm256_add_ps(t, up), _mm256_set1_ps(5.9604644775390625e-8f));
+        const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x38800000), a);
+        r = _mm256_or_si256(sgn, _mm256_blendv_epi8(rn, _mm256_castps_si256(rs), small));
+    }
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000), nan));
+}
+
+/* ---- exp (exp_ref of nsa_scalar.c, 8 lanes) ---- */
+
+NSA_INLINE __m256 exp256(__m256 x0) {
+    const __m256 hi = _mm256_set1_ps(88.72283935546875f);
+    const __m256 over = _mm256_cmp_ps(x0, hi, _CMP_GT_OQ);
+    __m256 x = _mm256_min_ps(hi, x0);
+    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    const __m256 r2 = _mm256_mul_ps(r, r);
+    p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* n in [-150, 128] (NaN lanes: garbage exponent, but p is NaN) */
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1);
+    const __m256i n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_blendv_ps(_mm256_mul_ps(_mm256_mul_ps(p, f1), f2), _mm256_set1_ps(__builtin_inff()), over);
+}
+
+/* lanes i < n of 8 (n clamped to [0, 8]) */
+NSA_INLINE __m256i lanes_below(int64_t n) {
+    const int v = (int)(n > 8 ? 8 : (n < 0 ? 0 : n));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+NSA_INLINE void pgrad8(float *sp, float *dpds, int64_t rem, int64_t vis, __m256 vs, __m256 vm, __m256 vl,
+                       __m256 vd, int rnd) {
+    const __m256i io = lanes_below(rem), vi = lanes_below(vis);
+    const __m256 vmask = _mm256_castsi256_ps(vi);
+    const __m256 s = _mm256_maskload_ps(sp, vi);
+    const __m256 dp = _mm256_maskload_ps(dpds, vi);
+    const __m256 x = _mm256_sub_ps(_mm256_mul_ps(vs, s), vm);
+    const __m256 p = _mm256_div_ps(exp256(x), vl);
+    const __m256 ds = _mm256_mul_ps(p, _mm256_sub_ps(dp, vd));
+    _mm256_maskstore_ps(sp, io, _mm256_and_ps(round16(p, rnd), vmask));
+    _mm256_maskstore_ps(dpds, io, _mm256_and_ps(round16(ds, rnd), vmask));
+}
+
+void nsa_pgrad_avx2(float *sp, float *dpds, int64_t n, int64_t nvis, float scale, float m, float l, float dsum,
+                    int rnd) {
+    if (nvis > n) nvis = n;
+    if (nvis < 0) nvis = 0;
+    if (l == 0.0f) nvis = 0;
+    const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vl = _mm256_set1_ps(l);
+    const __m256 vd = _mm256_set1_ps(dsum);
+    for (int64_t c = 0; c < n; c += 8) pgrad8(sp + c, dpds + c, n - c, nvis - c, vs, vm, vl, vd, rnd);
+}
+
+/* ---- forward row operations: 16 lanes (two vectors), as the oracle ---- */
+
+float nsa_rowmax_avx2(const float *s, int64_t n, float scale) {
+    const __m256 vs = _mm256_set1_ps(scale);
+    const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+    __m256 acc[2] = {ninf, ninf}, nan = _mm256_setzero_ps();
+    for (int64_t c = 0; c < n; c += 16) {
+        for (int h = 0; h < 2; h++) {
+            const __m256i io = lanes_below(n - c - 8 * h);
+            const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(vs, _mm256_maskload_ps(s + c + 8 * h, io)),
+                                              _mm256_castsi256_ps(io));
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+            acc[h] = _mm256_max_ps(x, acc[h]); /* x > acc ? x : acc */
+        }
+    }
+    if (_mm256_movemask_ps(nan) != 0) return __builtin_nanf("");
+    float v[16];
+    _mm256_storeu_ps(v, acc[0]);
+    _mm256_storeu_ps(v + 8, acc[1]);
+    float m = v[0];
+    for (int j = 1; j < 16; j++) m = v[j] > m ? v[j] : m;
+    return m;
+}
+
+float nsa_expsum_avx2(float *s, int64_t n, float scale, float m) {
+    const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t c = 0; c < n; c += 16) {
+        for (int h = 0; h < 2; h++) {
+            const __m256i io = lanes_below(n - c - 8 * h);
+            float *p = s + c + 8 * h;
+            const __m256 x = _mm256_sub_ps(_mm256_mul_ps(vs, _mm256_maskload_ps(p, io)), vm);
+            const __m256 e = _mm256_and_ps(exp256(x), _mm256_castsi256_ps(io));
+            _mm256_maskstore_ps(p, io, e);
+            acc[h] = _mm256_add_ps(acc[h], e);
+        }
+    }
+    /* the oracle's tree: lanes j + 8, then j + 4, j + 2, j + 1 */
+    const __m256 v = _mm256_add_ps(acc[0], acc[1]);
+    const __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_movehdup_ps(b)));
+}
+
+void nsa_normround_avx2(float *x, int64_t n, float l, int rnd) {
+    const __m256 vl = _mm256_set1_ps(l);
+    for (int64_t c = 0; c < n; c += 8) {
+        const __m256i io = lanes_below(n - c);
+        const __m256 v = _mm256_div_ps(_mm256_maskload_ps(x + c, io), vl);
+        _mm256_maskstore_ps(x + c, io, round16(v, rnd));
+    }
+}
