@@ -72,8 +72,11 @@ def _init_process():
             status = lib.aclInit(ffi.NULL)
             if status != lib.ACL_ERROR_REPEAT_INITIALIZE:
                 check(status, "aclInit")
+                # Ours: finalize at exit. A runtime another client initialised
+                # (torch_npu, C code in this process) is theirs to finalize: its
+                # exit handlers may still use their streams after ours ran.
+                _register_atexit()
             _initialized = True
-            _register_atexit()
         return _generation
 
 

@@ -9,6 +9,12 @@ import tempfile
 
 import pytest
 
+# With torch-npu installed (a test extra), `import torch` would load torch_npu
+# (torch's device-backend autoload), which needs the toolkit's libraries on
+# LD_LIBRARY_PATH. The tests that use torch_npu run it in subprocesses with
+# set_env.sh's environment (tests/torch_npu_env.py); everything else sees plain torch.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # The tests exercise the installed package (with its built _home/), never the
 # source tree that `python -m pytest` would put first on sys.path.

@@ -128,9 +128,31 @@ def test_errors():
     x, mask = inputs(8, (1, 1, 2, 8), (1, 1, 2, 8), "fp32")
     with pytest.raises(TypeError):
         pt.npu_scaled_masked_softmax(x.double(), mask)
+    # the aclnn API keeps rejecting fixedTriuMask=true (the drop-in builds the triu mask itself)
     with pytest.raises(pyaclnn.AclError) as ei:
-        pt.npu_scaled_masked_softmax(x, mask, 1.0, True)
+        pyaclnn.ops.scaled_masked_softmax(x.numpy(), mask.numpy(), 1.0, True)
     assert ei.value.status == 161002 and "fixedTriuMask" in ei.value.message
     with pytest.raises(pyaclnn.AclError) as ei:
         pt.npu_scaled_masked_softmax(x[0], mask)
     assert ei.value.status == 161002
+
+
+@pytest.mark.parametrize("dt", list(TDT))
+def test_fixed_triu_mask(dt):
+    """fixed_triu_mask=True masks triu(ones(mask.shape), 1) whatever the mask holds, as
+    torch_npu's ScaledMaskedSoftmax op on A2/A3 (the vendor test's golden)."""
+    x, mask = inputs(9, (2, 3, 24, 40), (2, 1, 24, 40), dt, p_mask=0.5)
+    triu = torch.triu(torch.ones(mask.shape, dtype=torch.bool), diagonal=1)
+    xx = x.clone().requires_grad_()
+    y = pt.npu_scaled_masked_softmax(xx, mask, 0.75, True)
+    assert bits(y) == bits(pt.npu_scaled_masked_softmax(x, triu, 0.75, False))
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(3)).to(x.dtype)
+    y.backward(g)
+    want = pt.npu_scaled_masked_softmax_backward(g, y.detach(), triu, 0.75)
+    assert bits(xx.grad) == bits(want)
+    assert bits(pt.npu_scaled_masked_softmax_backward(g, y.detach(), mask, 0.75, True)) == bits(want)
+    # against torch autograd of the plain formulation with the triu mask
+    x64 = x.double().requires_grad_()
+    plain(x64, triu, 0.75).backward(g.double())
+    tol = 1e-5 if dt == "fp32" else 2e-2
+    assert (xx.grad.double() - x64.grad).abs().max().item() <= tol * x64.grad.abs().max().item()

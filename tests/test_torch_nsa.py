@@ -1,6 +1,9 @@
-"""pyaclnn.torch.npu_nsa_select_attention: torch_npu's signature on CPU tensors; the
-gradients are those of the forward that ran (unlike torch_npu: see the op READMEs),
-checked against torch autograd (float64) of the plain gather formulation."""
+"""pyaclnn.torch.npu_nsa_select_attention: torch_npu's signature on CPU tensors. As
+torch_npu, the backward is causal (sparse_mode 2) with or without atten_mask, while the
+forward is causal only with one; exact_grad=True gives the gradients of the forward
+that ran. Checked against torch autograd (float64) of the plain gather formulation."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -51,14 +54,17 @@ def gather_attention(q, k, v, topk, scale, block, seq_q, seq_kv, causal):
 
 
 @pytest.mark.parametrize("dt", ["fp16", "bf16"])
-@pytest.mark.parametrize("with_mask", [True, False])
-def test_values_and_gradients(dt, with_mask):
+@pytest.mark.parametrize("with_mask,exact_grad", [(True, False), (False, False), (False, True), (True, True)])
+def test_values_and_gradients(dt, with_mask, exact_grad):
     q, k, v, topk, sq, skv = make(3, dt)
     scale = 192 ** -0.5
     mask = torch.ones((2048, 2048), dtype=torch.bool) if with_mask else None
     qq, kk, vv = (x.clone().requires_grad_() for x in (q, k, v))
-    out, smax, ssum = pt.npu_nsa_select_attention(qq, kk, vv, topk, scale, 8, 16, 4, atten_mask=mask,
-                                                  actual_seq_qlen=sq, actual_seq_kvlen=skv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out, smax, ssum = pt.npu_nsa_select_attention(qq, kk, vv, topk, scale, 8, 16, 4, atten_mask=mask,
+                                                      actual_seq_qlen=sq, actual_seq_kvlen=skv,
+                                                      exact_grad=exact_grad)
     assert out.dtype == q.dtype and smax.dtype == ssum.dtype == torch.float32
     assert out.shape == (64, 8, 128) and smax.shape == ssum.shape == (64, 8, 8)
     assert out.requires_grad and not smax.requires_grad and not ssum.requires_grad
@@ -71,12 +77,22 @@ def test_values_and_gradients(dt, with_mask):
     np.testing.assert_allclose(smax.numpy(), rm, rtol=1e-5, atol=1e-6)
     dy = torch.randn(out.shape, generator=torch.Generator().manual_seed(9)).to(q.dtype)
     out.backward(dy)
-    # torch autograd of the gather formulation with the same mask rule, float64
-    q64, k64, v64 = (x.double().requires_grad_() for x in (q, k, v))
-    ref = gather_attention(q64, k64, v64, topk, scale, 16, sq, skv, causal=with_mask)
-    ref.backward(dy.double())
     tol = 1.5e-2 if dt == "bf16" else 2e-3
-    for name, ours, want in (("dq", qq.grad, q64.grad), ("dk", kk.grad, k64.grad), ("dv", vv.grad, v64.grad)):
+    if with_mask or exact_grad:
+        # the gradients of the forward that ran: torch autograd of the gather formulation
+        # with the same mask rule, float64
+        q64, k64, v64 = (x.double().requires_grad_() for x in (q, k, v))
+        ref = gather_attention(q64, k64, v64, topk, scale, 16, sq, skv, causal=with_mask)
+        ref.backward(dy.double())
+        wants = (q64.grad, k64.grad, v64.grad)
+    else:
+        # torch_npu's rule: an unmasked forward, a causal (sparse_mode 2) backward on the
+        # forward's softmax statistics (the vendor grad test's golden); float64 reference
+        wants = tuple(torch.from_numpy(g) for g in R.nsa_selected_attention_grad(
+            *(pt._as_numpy(x, "x") for x in (q, k, v, out.detach(), dy, smax, ssum, topk)), scale_value=scale,
+            selected_block_size=16, selected_block_count=4, head_num=8, actual_seq_qlen=sq,
+            actual_seq_kvlen=skv, sparse_mode=2))
+    for name, ours, want in zip(("dq", "dk", "dv"), (qq.grad, kk.grad, vv.grad), wants):
         assert ours.dtype == q.dtype
         err = (ours.double() - want).abs().max().item()
         assert err <= tol * want.abs().max().item(), f"{name}: {err:.3g} vs peak {want.abs().max().item():.3g}"
@@ -107,3 +123,44 @@ def test_train_step_sample():
     grads = [ln for ln in proc.stdout.splitlines() if ln.startswith("grad ")]
     assert len(grads) == 4 and all(ln.endswith("ok") for ln in grads), proc.stdout
     assert proc.stdout.rstrip().endswith("OK")
+
+
+def test_causal_gradient_warning_once():
+    q, k, v, topk, sq, skv = make(5, "bf16", seq_q=(16,), seq_kv=(64,), n1=2, n2=1, d=128)
+    args = (topk, 0.1, 2, 16, 4)
+    kw = dict(actual_seq_qlen=sq, actual_seq_kvlen=skv)
+    pt._CAUSAL_GRAD_WARNED = False
+    qq = q.clone().requires_grad_()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        pt.npu_nsa_select_attention(q, k, v, *args, **kw)                         # no grad wanted
+        pt.npu_nsa_select_attention(qq, k, v, *args, exact_grad=True, **kw)       # exact: no warning
+        pt.npu_nsa_select_attention(qq, k, v, *args, atten_mask=torch.ones(64, 64, dtype=torch.bool), **kw)
+        assert not rec
+        pt.npu_nsa_select_attention(qq, k, v, *args, **kw)
+        pt.npu_nsa_select_attention(qq, k, v, *args, **kw)                        # once per process
+    assert len(rec) == 1 and rec[0].category is RuntimeWarning
+    text = str(rec[0].message)
+    assert "causal" in text and "atten_mask" in text and "exact_grad=True" in text
+
+
+@pytest.mark.parametrize("with_mask", [True, False])
+def test_grad_function_is_the_autograd_backward(with_mask):
+    """npu_nsa_select_attention_grad (torch_npu's signature and return) gives the bits of
+    the autograd backward of npu_nsa_select_attention: the same sparse_mode 2 call."""
+    q, k, v, topk, sq, skv = make(6, "fp16")
+    mask = torch.ones((2048, 2048), dtype=torch.bool) if with_mask else None
+    qq, kk, vv = (x.clone().requires_grad_() for x in (q, k, v))
+    kw = dict(atten_mask=mask, actual_seq_qlen=sq, actual_seq_kvlen=skv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out, smax, ssum = pt.npu_nsa_select_attention(qq, kk, vv, topk, 0.07, 8, 16, 4, **kw)
+    dy = torch.randn(out.shape, generator=torch.Generator().manual_seed(2)).half()
+    out.backward(dy)
+    grads = pt.npu_nsa_select_attention_grad(dy, q, k, v, out.detach(), smax, ssum, topk, 0.07, 8, 16, 4, **kw)
+    assert isinstance(grads, tuple) and len(grads) == 3
+    for got, want in zip(grads, (qq.grad, kk.grad, vv.grad)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    with pytest.raises(TypeError):
+        pt.npu_nsa_select_attention_grad(dy, q, k, v, out.detach(), smax.half(), ssum, topk, 0.07, 8, 16, 4, **kw)

@@ -26,12 +26,23 @@ import tempfile
 # acl_base.h; the rest are listed explicitly so nothing depends on chains.
 HEADERS = (
     "acl/acl.h",
+    "acl/acl_op_compiler.h",
     "aclnn/aclnn_base.h",
     "aclnn/opdev/op_errno.h",
     "aclnnop/aclnn_scaled_masked_softmax.h",
     "aclnnop/aclnn_scaled_masked_softmax_backward.h",
     "aclnnop/aclnn_nsa_selected_attention.h",
     "aclnnop/aclnn_nsa_selected_attention_grad.h",
+    "aclnnop/aclnn_copy.h",
+    "aclnnop/aclnn_cast.h",
+    "aclnnop/aclnn_fill_scalar.h",
+    "aclnnop/aclnn_fill_tensor.h",
+    "aclnnop/aclnn_zero.h",
+    "aclnnop/aclnn_ones.h",
+    "aclnnop/aclnn_add.h",
+    "aclnnop/aclnn_gt_scalar.h",
+    "aclnnop/aclnn_gt_tensor.h",
+    "aclnnop/aclnn_reduce_sum.h",
     "hccl/hccl.h",
     "pyaclnn/pyaclnn_ext.h",
 )

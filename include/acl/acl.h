@@ -52,6 +52,10 @@ ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
 ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);
 /* Version of a CANN package (every package of the emulation reports the same one). */
 ACL_FUNC_VISIBILITY aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version);
+/* Version of the package named pkgName ("CANN", "RUNTIME", ..., or a component
+ * such as "runtime", "opbase", "ops_nn") as a string, e.g. "8.3.RC1", into
+ * versionStr (at least ACL_PKG_VERSION_MAX_SIZE bytes). */
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
 
 #ifdef __cplusplus
 }

@@ -302,6 +302,11 @@ ACL_FUNC_VISIBILITY void aclAppLog(aclLogLevel logLevel, const char *func, const
 
 ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value);
 
+/* What this CANN supports: INF_NAN 1 (IEEE inf/NaN arithmetic), BF16 1, JIT_COMPILE 0
+ * (no online operator compiler). The list holds every aclCannAttr queried here. */
+ACL_FUNC_VISIBILITY aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num);
+ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);
+
 /* Convenience logging macro (GNU ## extension swallows the comma). */
 #define ACL_APP_LOG(level, fmt, ...) aclAppLog(level, __FUNCTION__, __FILE__, __LINE__, fmt, ##__VA_ARGS__)
 

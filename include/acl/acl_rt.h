@@ -281,6 +281,63 @@ ACL_FUNC_VISIBILITY aclError aclrtGetLastError(aclrtLastErrLevel level);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOut(uint32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpWaitTimeout(uint32_t timeout);
 
+/* ---- more of CANN's runtime, as torch_npu uses it (native/compat/) ---- */
+/* Float overflow mode: saturate to +-max, or produce inf/nan (IEEE). The CPU
+ * kernels always compute in IEEE arithmetic (INFNAN); SATURATION is accepted and
+ * reported, but results are IEEE (see the README). */
+typedef enum aclrtFloatOverflowMode {
+    ACL_RT_OVERFLOW_MODE_SATURATION = 0,
+    ACL_RT_OVERFLOW_MODE_INFNAN,
+    ACL_RT_OVERFLOW_MODE_UNDEF
+} aclrtFloatOverflowMode;
+
+typedef void *aclrtBinHandle;
+typedef void *aclrtFuncHandle;
+
+typedef enum aclrtBinaryLoadOptionType {
+    ACL_RT_BINARY_LOAD_OPT_LAZY_LOAD = 1,
+    ACL_RT_BINARY_LOAD_OPT_LAZY_MAGIC = 2,
+    ACL_RT_BINARY_LOAD_OPT_MAGIC = 2,
+    ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE = 3
+} aclrtBinaryLoadOptionType;
+
+typedef union aclrtBinaryLoadOptionValue {
+    uint32_t isLazyLoad;
+    uint32_t magic;
+    int32_t cpuKernelMode;
+    uint32_t rsv[4];
+} aclrtBinaryLoadOptionValue;
+
+typedef struct {
+    aclrtBinaryLoadOptionType type;
+    aclrtBinaryLoadOptionValue value;
+} aclrtBinaryLoadOption;
+
+typedef struct aclrtBinaryLoadOptions {
+    aclrtBinaryLoadOption *options;
+    size_t numOpt;
+} aclrtBinaryLoadOptions;
+
+ACL_FUNC_VISIBILITY aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode);
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode);
+/* The process id the device sees (the host process id: the device is this process). */
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetBareTgid(int32_t *pid);
+/* Device kernel binaries cannot run on the CPU: ACL_ERROR_API_NOT_SUPPORT. */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromData(const void *data, size_t length,
+                                                     const aclrtBinaryLoadOptions *options,
+                                                     aclrtBinHandle *binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName,
+                                                    aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtGetFunctionAddr(aclrtFuncHandle funcHandle, void **aicAddr, void **aivAddr);
+/* Sharing physical memory with other processes: ACL_ERROR_API_NOT_SUPPORT. */
+ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle,
+                                                             aclrtMemHandleType handleType, uint64_t flags,
+                                                             uint64_t *shareableHandle);
+ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId,
+                                                               aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
+                                                             size_t pidNum);
+
 #ifdef __cplusplus
 }
 #endif

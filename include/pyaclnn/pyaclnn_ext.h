@@ -31,7 +31,7 @@ ACL_FUNC_VISIBILITY int32_t pyaclnnGetNumThreads(void);
 ACL_FUNC_VISIBILITY uint64_t pyaclnnCountMemRanges(int32_t kind, uint64_t *bytes);
 
 /* Live aclnn handles of one kind: 1 aclTensor, 2 aclScalar, 3 aclIntArray,
- * 4 aclFloatArray, 5 aclBoolArray, 6 aclTensorList, 7 aclScalarList; 0 all. */
+ * 4 aclFloatArray, 5 aclBoolArray, 6 aclTensorList, 7 aclScalarList, 8 aclopAttr; 0 all. */
 ACL_FUNC_VISIBILITY uint64_t pyaclnnCountHandles(int32_t kind);
 
 /* ISA tier currently in use ("scalar", "avx2" or "avx512"). */

@@ -82,6 +82,6 @@ PA_API uint64_t pyaclnnCountMemRanges(int32_t kind, uint64_t *bytes) {
 }
 
 PA_API uint64_t pyaclnnCountHandles(int32_t kind) {
-    if (kind < 0 || kind > (int32_t)PA_HANDLE_SCALAR_LIST) return 0;
+    if (kind < 0 || kind > (int32_t)PA_HANDLE_KIND_LAST) return 0;
     return pa_handles_count((pa_handle_kind)kind);
 }

@@ -26,7 +26,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static slot *g_slots;
 static size_t g_cap; /* power of two, or 0 */
 static size_t g_live, g_tombs;
-static size_t g_kind_live[PA_HANDLE_SCALAR_LIST + 1];
+static size_t g_kind_live[PA_HANDLE_KIND_LAST + 1];
 static parked g_ring[PA_HANDLE_QUARANTINE];
 static size_t g_ring_head, g_ring_count;
 
@@ -39,6 +39,7 @@ const char *pa_handle_kind_name(pa_handle_kind kind) {
     case PA_HANDLE_BOOL_ARRAY: return "aclBoolArray";
     case PA_HANDLE_TENSOR_LIST: return "aclTensorList";
     case PA_HANDLE_SCALAR_LIST: return "aclScalarList";
+    case PA_HANDLE_OP_ATTR: return "aclopAttr";
     default: return "handle";
     }
 }
@@ -186,7 +187,7 @@ size_t pa_handles_count(pa_handle_kind kind) {
     pthread_mutex_lock(&g_mu);
     size_t n = 0;
     if (kind == 0) n = g_live;
-    else if (kind >= PA_HANDLE_TENSOR && kind <= PA_HANDLE_SCALAR_LIST) n = g_kind_live[kind];
+    else if (kind >= PA_HANDLE_TENSOR && kind <= PA_HANDLE_KIND_LAST) n = g_kind_live[kind];
     pthread_mutex_unlock(&g_mu);
     return n;
 }

@@ -23,7 +23,9 @@ typedef enum pa_handle_kind {
     PA_HANDLE_BOOL_ARRAY,
     PA_HANDLE_TENSOR_LIST,
     PA_HANDLE_SCALAR_LIST,
+    PA_HANDLE_OP_ATTR, /* aclopAttr (aclop/) */
 } pa_handle_kind;
+#define PA_HANDLE_KIND_LAST PA_HANDLE_OP_ATTR
 
 /* "aclTensor", "aclScalar", ... */
 const char *pa_handle_kind_name(pa_handle_kind kind);

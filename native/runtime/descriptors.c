@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "acl/acl_base.h"
+#include "runtime/pa_desc.h"
 #include "runtime/pa_rt_base.h"
 
 /* ---------------------------------------------------------------------------
@@ -404,4 +405,21 @@ PA_API aclError aclSetTensorPlaceMent(aclTensorDesc *desc, aclMemType memType) {
     }
     desc->placement = memType;
     return ACL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------
+ * Read access for the single-operator API (aclop/), see pa_desc.h
+ * ------------------------------------------------------------------------- */
+
+void pa_desc_get(const aclTensorDesc *desc, pa_desc_info *out) {
+    out->dtype = desc->dtype;
+    out->format = desc->format;
+    out->origin_format = desc->origin_format;
+    out->ndim = desc->shape.n;
+    out->dims = desc->shape.dims;
+    out->origin_ndim = desc->origin_shape.n;
+    out->origin_dims = desc->origin_shape.dims;
+    out->placement = desc->placement;
+    out->const_data = desc->const_data;
+    out->const_len = desc->const_len;
 }

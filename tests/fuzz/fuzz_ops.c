@@ -1,4 +1,5 @@
-/* Argument fuzzer for the four ops: random (often malformed) tensors and attributes
+/* Argument fuzzer for the four ops (and two of the tensor plumbing ops torch_npu
+ * uses, aclnnInplaceCopy and aclnnAdd): random (often malformed) tensors and attributes
  * into GetWorkspaceSize and, when accepted, launch + synchronize.
  *
  *   fuzz_ops [--seed S] [--cases N] [--first I] [--verbose] [--no-fork] [--avoid KIND,...]
@@ -33,6 +34,8 @@
 
 #include "acl/acl.h"
 #include "aclnn/opdev/op_errno.h"
+#include "aclnnop/aclnn_add.h"
+#include "aclnnop/aclnn_copy.h"
 #include "aclnnop/aclnn_nsa_selected_attention.h"
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
@@ -45,9 +48,10 @@
 
 /* ---- counters, shared with the parent through an anonymous shared mapping ---- */
 
-typedef enum { OP_SMSB, OP_SMSF, OP_NSAG, OP_NSAF, NOPS } op_id;
+typedef enum { OP_SMSB, OP_SMSF, OP_NSAG, OP_NSAF, OP_COPY, OP_ADD, NOPS } op_id;
 static const char *const g_op_names[NOPS] = {"ScaledMaskedSoftmaxBackward", "ScaledMaskedSoftmax",
-                                             "NsaSelectedAttentionGrad", "NsaSelectedAttention"};
+                                             "NsaSelectedAttentionGrad", "NsaSelectedAttention", "InplaceCopy",
+                                             "Add"};
 
 typedef struct {
     uint64_t cases, op_cases[NOPS], op_relaxed[NOPS], op_accepted[NOPS], op_rejected[NOPS], op_ran[NOPS];
@@ -839,17 +843,90 @@ static void case_nsa_fwd(rng_t *r, int64_t idx, aclrtStream stream) {
     free_all(&c);
 }
 
+/* ---- plumbing: aclnnInplaceCopy (broadcast, casts) and aclnnAdd ---- */
+
+static aclDataType plumb_dtype(rng_t *r) {
+    static const aclDataType dts[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_INT32, ACL_INT8, ACL_BOOL, ACL_INT64};
+    return dts[rnd(r, 0, (int64_t)(sizeof dts / sizeof dts[0]) - 1)];
+}
+
+/* out's shape, and a shape that broadcasts to it (size-1 and dropped leading dims). */
+static int plumb_shapes(rng_t *r, int64_t *out, int64_t *in, int *in_nd) {
+    const int nd = (int)rnd(r, 0, 4);
+    for (int i = 0; i < nd; i++) out[i] = rnd(r, 1, 9);
+    *in_nd = nd - (int)rnd(r, 0, nd);
+    for (int i = 0; i < *in_nd; i++) in[i] = chance(r, 250) ? 1 : out[nd - *in_nd + i];
+    return nd;
+}
+
+static void case_copy(rng_t *r, int64_t idx, aclrtStream stream) {
+    case_t c;
+    case_begin(&c, OP_COPY, false);
+    int64_t out[4], in[4];
+    int in_nd;
+    const int nd = plumb_shapes(r, out, in, &in_nd);
+    td_init(r, &c.t[0], "selfRef", plumb_dtype(r), nd, out, true);
+    td_init(r, &c.t[1], "src", plumb_dtype(r), in_nd, in, true);
+    c.n = 2;
+    mutate_some(r, &c);
+    const bool ok = build_all(r, &c);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    for (int i = 0; i < c.n; i++) {
+        if (td_arg(&c.t[i]) == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    }
+    if (ws_arg == NULL || ex_arg == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    if (ok) {
+        aclnnStatus st = aclnnInplaceCopyGetWorkspaceSize((aclTensor *)td_arg(&c.t[0]), td_arg(&c.t[1]), ws_arg,
+                                                          ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnInplaceCopy, aclnnAdd, stream);
+    }
+    free_all(&c);
+}
+
+static void case_add(rng_t *r, int64_t idx, aclrtStream stream) {
+    case_t c;
+    case_begin(&c, OP_ADD, false);
+    int64_t out[4], in[4];
+    int in_nd;
+    const int nd = plumb_shapes(r, out, in, &in_nd);
+    const aclDataType dt = plumb_dtype(r);
+    td_init(r, &c.t[0], "self", dt, nd, out, true);
+    td_init(r, &c.t[1], "other", chance(r, 800) ? dt : plumb_dtype(r), in_nd, in, true);
+    td_init(r, &c.t[2], "out", chance(r, 900) ? dt : plumb_dtype(r), nd, out, true);
+    c.n = 3;
+    mutate_some(r, &c);
+    const bool ok = build_all(r, &c);
+    double av = chance(r, 900) ? (double)rnd(r, -4, 4) : wild_double(r);
+    aclScalar *alpha = chance(r, 20) ? NULL : aclCreateScalar(&av, ACL_DOUBLE);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    for (int i = 0; i < c.n; i++) {
+        if (td_arg(&c.t[i]) == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    }
+    if (ws_arg == NULL || ex_arg == NULL || alpha == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    if (ok) {
+        aclnnStatus st = aclnnAddGetWorkspaceSize(td_arg(&c.t[0]), td_arg(&c.t[1]), alpha,
+                                                  (aclTensor *)td_arg(&c.t[2]), ws_arg, ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnAdd, aclnnInplaceCopy, stream);
+    }
+    aclDestroyScalar(alpha);
+    free_all(&c);
+}
+
 static void run_case(uint64_t seed, int64_t idx, aclrtStream stream) {
     rng_t r = {seed * 0x2545f4914f6cdd1dull ^ ((uint64_t)idx * 0x9e3779b97f4a7c15ull)};
     next_u64(&r);
     g_mutation = NULL;
     if (g_verbose) fprintf(stderr, "fuzz_ops: case %lld\n", (long long)idx);
     g_c->cases++;
-    const int64_t pick = rnd(&r, 0, 9);
+    const int64_t pick = rnd(&r, 0, 11);
     if (pick < 2) case_smsb(&r, idx, stream);
     else if (pick < 4) case_smsf(&r, idx, stream);
     else if (pick < 7) case_nsa(&r, idx, stream);
-    else case_nsa_fwd(&r, idx, stream);
+    else if (pick < 10) case_nsa_fwd(&r, idx, stream);
+    else if (pick < 11) case_copy(&r, idx, stream);
+    else case_add(&r, idx, stream);
 }
 
 /* Runs cases [first, end) in this process. */

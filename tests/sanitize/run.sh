@@ -7,7 +7,8 @@
 #   the C suites (tests/c/, test_hccl.c included: the in-process HCCL engine),
 #   the vendor samples in ../shared/samples (compiled unchanged; the forward
 #   samples only when their header is in include/; the HCCL thread samples with
-#   PYACLNN_DEVICE_COUNT=2), and a fuzz smoke run of tests/fuzz/fuzz_ops.c.
+#   PYACLNN_DEVICE_COUNT=2), and a fuzz smoke run of tests/fuzz/fuzz_ops.c (all
+#   four ops and two plumbing ops).
 # thread variant (-DPA_SANITIZE=thread: TSan): the C suites, the HCCL thread
 #   samples, and tests/sanitize/stress_streams.c (4 threads, a stream each,
 #   all four ops, events).
@@ -139,7 +140,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
         if [ -x "$OUT/fuzz_ops" ]; then
             step "fuzz_ops --seed ${FUZZ_SEED:-1} --cases ${FUZZ_CASES:-50000} (ASan+UBSan)" "$OUT/fuzz.log" \
                 "$OUT/fuzz_ops" --seed "${FUZZ_SEED:-1}" --cases "${FUZZ_CASES:-50000}" ${FUZZ_AVOID:+--avoid "$FUZZ_AVOID"}
-            grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 10
+            grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 12
         fi
     fi
 fi

@@ -1,0 +1,24 @@
+/*
+ * pyaclnn: aclnnInplaceFillScalar (two-phase aclnn operator): every element of selfRef = value.
+ */
+/* CANN's include guard. */
+#ifndef OP_API_ACLNN_FILL_SCALAR_H_
+#define OP_API_ACLNN_FILL_SCALAR_H_
+
+#include "aclnn/aclnn_base.h"
+#include "aclnn_util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACLNN_API aclnnStatus aclnnInplaceFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclScalar *value,
+                                                                 uint64_t *workspaceSize, aclOpExecutor **executor);
+ACLNN_API aclnnStatus aclnnInplaceFillScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                             aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OP_API_ACLNN_FILL_SCALAR_H_ */
