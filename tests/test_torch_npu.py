@@ -135,6 +135,7 @@ def test_train_step_written_for_torch_npu(home):
 def test_torch_distributed_hccl_backend_across_processes(home):
     """torch.distributed with torch_npu's "hccl" backend, 3 processes (one device each)
     on pyaclnn's HCCL over gloo: all_reduce (fp32, fp16, bf16 sums; MAX), broadcast,
+    all_gather (into a list: torch_npu pads through aclnnConstantPadNd) and
     all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single, barrier, send /
     recv, each bit-identical to numpy's rank-order fold, and every rank exits cleanly."""
     import pyaclnn
@@ -143,6 +144,6 @@ def test_torch_distributed_hccl_backend_across_processes(home):
     proc = run_script(home, SCRIPTS / "npu_distributed.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("rank ")]
-    assert len(lines) == 25 and all(ln.endswith("bit-identical") for ln in lines), proc.stdout
+    assert len(lines) == 28 and all(ln.endswith("bit-identical") for ln in lines), proc.stdout
     assert proc.stdout.rstrip().endswith("OK"), proc.stdout
     assert not error_lines(proc.stderr), "\n".join(error_lines(proc.stderr))

@@ -58,6 +58,9 @@ def run_rank(rank):
     g = torch.zeros(WORLD * N).npu()
     dist.all_gather_into_tensor(g, torch.from_numpy(rank_input(rank, "gather")).npu())
     keep("gather", g)
+    parts = [torch.zeros(N - 1).npu() for _ in range(WORLD)]  # a list: torch_npu pads each to 512 bytes
+    dist.all_gather(parts, torch.from_numpy(rank_input(rank, "glist", N - 1)).npu())
+    keep("glist", torch.cat([p.cpu() for p in parts]))
     rs = torch.zeros(N).npu()
     dist.reduce_scatter_tensor(rs, torch.from_numpy(rank_input(rank, "rs", WORLD * N)).npu())
     keep("rs", rs)
@@ -88,6 +91,7 @@ def expected(rank):
     want["max"] = bits(np.maximum.reduce([rank_input(r, "max") for r in range(WORLD)]))
     want["bcast"] = bits(rank_input(1, "bcast"))
     want["gather"] = bits(np.concatenate([rank_input(r, "gather") for r in range(WORLD)]))
+    want["glist"] = bits(np.concatenate([rank_input(r, "glist", N - 1) for r in range(WORLD)]))
     rs = rank_input(0, "rs", WORLD * N)
     for r in range(1, WORLD):
         rs = (rs + rank_input(r, "rs", WORLD * N)).astype(np.float32)
