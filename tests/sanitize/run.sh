@@ -140,7 +140,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
         if [ -x "$OUT/fuzz_ops" ]; then
             step "fuzz_ops --seed ${FUZZ_SEED:-1} --cases ${FUZZ_CASES:-50000} (ASan+UBSan)" "$OUT/fuzz.log" \
                 "$OUT/fuzz_ops" --seed "${FUZZ_SEED:-1}" --cases "${FUZZ_CASES:-50000}" ${FUZZ_AVOID:+--avoid "$FUZZ_AVOID"}
-            grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 12
+            grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 14
         fi
     fi
 fi
