@@ -1,7 +1,7 @@
 """The single-operator API (acl/acl_op.h, acl/acl_op_compiler.h) through the C API
 from Python: attributes, aclopCompileAndExecute(V2) for the op types pyaclnn runs
 (ScaledMaskedSoftmax / ScaledMaskedSoftmaxGrad with the TBE op's semantics, the
-fixed triu mask, Identity / Cast / Greater), FRACTAL_NZ operands, and the errors."""
+fixed triu mask, Identity / Cast / Greater / Fill), FRACTAL_NZ operands, and the errors."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -203,6 +203,42 @@ def test_identity_cast_greater_and_nz_round_trip(runtime, stream):
     lib.aclDestroyDataBuffer(cbuf)
     lib.aclDestroyTensorDesc(cdesc)
     for d in (dx, dnz, dnd, dc, zero, dg):
+        d.close()
+
+
+@pytest.mark.parametrize("dims_dt", [np.int64, np.int32])
+@pytest.mark.parametrize("host", [True, False], ids=["host-dims", "device-dims"])
+def test_fill(runtime, stream, dims_dt, host):
+    """Fill (dims, value) -> y: y's every element is value converted to y's type
+    (torch_npu's zeros / full on some paths: host int64 dims and a 0-d value)."""
+    shape = (3, 5, 2)
+    dims = Desc(np.array(shape, dims_dt), host=host)
+    value = Desc(np.array(-1.75, np.float32), host=True)
+    for ydt in (np.float32, np.float16, BF16, np.int32):
+        y = Desc(np.full(shape, 9, ydt))
+        assert execute("Fill", [dims, value], [y], ffi.NULL, stream) == 0, errmsg()
+        want = np.full(shape, -1.75, np.float32).astype(ydt)
+        assert bits(y.numpy()) == bits(want), ydt
+        y.close()
+    # y's shape must be what a host dims says, and dims one entry per dimension
+    y = Desc(np.zeros((3, 5, 3), np.float32))
+    rc = execute("Fill", [dims, value], [y], ffi.NULL, stream)
+    if host:
+        assert rc == lib.ACL_ERROR_OP_OUTPUT_NOT_MATCH and "y shape [3,5,3] must equal dims" in errmsg()
+    else:  # device dims are not read (that would wait for the stream): y's shape rules
+        assert rc == 0, errmsg()
+    y.close()
+    y = Desc(np.zeros((3, 5), np.float32))
+    assert execute("Fill", [dims, value], [y], ffi.NULL, stream) == lib.ACL_ERROR_OP_INPUT_NOT_MATCH
+    assert "dims must be 1-D with one entry per dimension of y" in errmsg()
+    fdims = Desc(np.array(shape, np.float32), host=True)
+    assert execute("Fill", [fdims, value], [y], ffi.NULL, stream) == lib.ACL_ERROR_OP_INPUT_NOT_MATCH
+    assert "dims data type must be int32 or int64, got" in errmsg()
+    two = Desc(np.array([1.0, 2.0], np.float32), host=True)
+    y2 = Desc(np.zeros(shape, np.float32))
+    assert execute("Fill", [dims, two], [y2], ffi.NULL, stream) == 161002
+    assert "op Fill" in errmsg() and "exactly one element" in errmsg()
+    for d in (dims, value, y, fdims, two, y2):
         d.close()
 
 

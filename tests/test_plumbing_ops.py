@@ -1,7 +1,7 @@
 """The tensor plumbing aclnn ops torch_npu calls around the fused operators
 (aclnnInplaceCopy, aclnnCast, aclnnInplaceFillScalar / FillTensor / Zero / One,
 aclnnAdd / Adds / InplaceAdd / InplaceAdds, aclnnGtScalar / GtTensor and their
-in-place forms, aclnnReduceSum), through the C API from Python, against numpy:
+in-place forms, aclnnReduceSum, aclnnConstantPadNd), through the C API from Python, against numpy:
 every dtype pair of the conversions, strided and broadcast operands, and the
 error codes of bad arguments."""
 import ml_dtypes
@@ -281,3 +281,80 @@ def test_errors(runtime):
         rc, msg = status("InplaceZero", nz.handle)
         assert rc == 161002 and "FRACTAL_NZ" in msg
         nz.close()
+
+
+def pad_ref(x, pad, value):
+    """torch.nn.functional.pad(x, pad, "constant", value) in numpy: pairs from the
+    last dim backward, negative entries crop; value converted as the fill ops do."""
+    pairs = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        pairs[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    crop = tuple(slice(max(-lo, 0), x.shape[d] - max(-hi, 0)) for d, (lo, hi) in enumerate(pairs))
+    fill = cast_ref(np.array([value]), x.dtype)[0]
+    return np.pad(x[crop], [(max(lo, 0), max(hi, 0)) for lo, hi in pairs], constant_values=fill)
+
+
+def int_array(values):
+    arr = np.array(values, np.int64)
+    return lib.aclCreateIntArray(ffi.cast("int64_t *", arr.ctypes.data), len(values))
+
+
+@pytest.mark.parametrize("pad", [[0, 3], [2, 1, 0, 4], [1, 1, 1, 1, 1, 1], [-1, 2, 3, -2], [0, 0], [], [-2, -3]])
+@pytest.mark.parametrize("dt", [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.int32),
+                                np.dtype(np.int8), np.dtype(bool)], ids=str)
+def test_constant_pad_nd(runtime, stream, pad, dt):
+    rng = np.random.default_rng(len(pad))
+    x = sample(dt, (4, 3, 7), rng).transpose(1, 0, 2)            # strided [3, 4, 7]
+    for value in (0, -2.5):
+        want = pad_ref(x, pad, value)
+        ia = int_array(pad)
+        v = scalar(value, np.float32 if isinstance(value, float) else np.int64)
+        with pyaclnn.Tensor(x) as t, pyaclnn.Tensor.empty(want.shape, dt) as out:
+            run(stream, "ConstantPadNd", t.handle, ia, v, out.handle)
+            assert bits(out.numpy()) == bits(want), (pad, value)
+        lib.aclDestroyScalar(v)
+        lib.aclDestroyIntArray(ia)
+
+
+def test_constant_pad_nd_torch_npu_alignment(runtime, stream):
+    """What torch_npu's all_gather asks for: [1, n] padded at the end to 512 bytes."""
+    x = np.arange(2, dtype=np.float32).reshape(1, 2)
+    ia = int_array([0, 126])
+    v = scalar(0, np.int64)
+    with pyaclnn.Tensor(x) as t, pyaclnn.Tensor.empty((1, 128), np.float32) as out:
+        run(stream, "ConstantPadNd", t.handle, ia, v, out.handle)
+        assert bits(out.numpy()) == bits(np.pad(x, [(0, 0), (0, 126)]))
+    lib.aclDestroyScalar(v)
+    lib.aclDestroyIntArray(ia)
+
+
+def test_constant_pad_nd_errors(runtime):
+    x = np.zeros((2, 3), np.float32)
+    v = scalar(1.0, np.float32)
+    with pyaclnn.Tensor(x) as t, pyaclnn.Tensor.empty((2, 5), np.float32) as o25, \
+            pyaclnn.Tensor.empty((2, 5), np.float16) as o25h, pyaclnn.Tensor.empty((5,), np.float32) as o5, \
+            pyaclnn.Tensor.empty((2, 0), np.float32) as o20, pyaclnn.Tensor.empty((3, 0), np.float32) as o30:
+        cases = [
+            ((ffi.NULL, "P", v, o25.handle), 161001, "self"),
+            ((t.handle, ffi.NULL, v, o25.handle), 161001, "pad"),
+            ((t.handle, "P", ffi.NULL, o25.handle), 161001, "value"),
+            ((t.handle, "P", v, ffi.NULL), 161001, "out"),
+            ((t.handle, "P", v, o25h.handle), 161002, "out dtype must be self's"),
+            ((t.handle, "P", v, o5.handle), 161002, "out must have self's rank 2"),
+            ((t.handle, [1], v, o25.handle), 161002, "pad length must be even"),
+            ((t.handle, [1, 1, 0, 0, 0, 0], v, o25.handle), 161002, "at most twice self's rank"),
+            ((t.handle, [1, 0], v, o25.handle), 161002, "out shape [2,5] must be 4 at dim 1"),
+            ((t.handle, [-4, 2], v, o25.handle), 161002, "gives a negative size"),
+            ((t.handle, [-3, 0, 1, 0], v, o30.handle), 161002, "zero-size padded dim"),
+        ]
+        for (a, p, val, o), code, text in cases:
+            ia = int_array([1, 1]) if p == "P" else (p if p == ffi.NULL else int_array(p))
+            rc, msg = status("ConstantPadNd", a, ia, val, o)
+            assert rc == code and text in msg, (p, rc, msg)
+            if ia != ffi.NULL:
+                lib.aclDestroyIntArray(ia)
+        # cropping a dim away entirely is allowed when nothing is padded
+        ia = int_array([-3, 0])
+        assert status("ConstantPadNd", t.handle, ia, v, o20.handle) == (0, "")
+        lib.aclDestroyIntArray(ia)
+    lib.aclDestroyScalar(v)

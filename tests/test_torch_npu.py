@@ -3,6 +3,7 @@ subprocesses with set_env.sh's environment: the libraries it links against, the
 device API, the four operators through torch_npu modelled on the vendor's tests,
 the tensor plumbing, errors for what pyaclnn lacks, a training step bit-identical
 to pyaclnn.torch's, and a clean exit (no error line at all on stderr)."""
+import os
 import pathlib
 import re
 import shutil
@@ -129,3 +130,20 @@ def test_train_step_written_for_torch_npu(home):
     assert len(lines) == 8 and all(ln.endswith("bit-identical") for ln in lines), proc.stdout
     assert proc.stdout.rstrip().endswith("OK"), proc.stdout
     assert not error_lines(proc.stderr), proc.stderr
+
+
+def test_torch_distributed_hccl_backend_across_processes(home):
+    """torch.distributed with torch_npu's "hccl" backend, 3 processes (one device each)
+    on pyaclnn's HCCL over gloo: all_reduce (fp32, fp16, bf16 sums; MAX), broadcast,
+    all_gather (into a list: torch_npu pads through aclnnConstantPadNd) and
+    all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single, barrier, send /
+    recv, each bit-identical to numpy's rank-order fold, and every rank exits cleanly."""
+    import pyaclnn
+    if not (pathlib.Path(pyaclnn.lib_dir()) / "libhccl_gloo.so").exists() and not os.environ.get("CI"):
+        pytest.skip("pyaclnn was built without gloo (install libgloo-dev, then pip install .)")
+    proc = run_script(home, SCRIPTS / "npu_distributed.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("rank ")]
+    assert len(lines) == 28 and all(ln.endswith("bit-identical") for ln in lines), proc.stdout
+    assert proc.stdout.rstrip().endswith("OK"), proc.stdout
+    assert not error_lines(proc.stderr), "\n".join(error_lines(proc.stderr))

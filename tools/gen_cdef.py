@@ -43,6 +43,7 @@ HEADERS = (
     "aclnnop/aclnn_gt_scalar.h",
     "aclnnop/aclnn_gt_tensor.h",
     "aclnnop/aclnn_reduce_sum.h",
+    "aclnnop/aclnn_constant_pad_nd.h",
     "hccl/hccl.h",
     "pyaclnn/pyaclnn_ext.h",
 )

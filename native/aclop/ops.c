@@ -8,12 +8,15 @@
  *   Identity (x) -> y        -> aclnnInplaceCopy (a format change: see io.c)
  *   Cast (x) -> y            attr dst_type = y's type -> aclnnCast
  *   Greater (x1, x2) -> y    -> aclnnGtTensor (x2 broadcast; often a host scalar)
+ *   Fill (dims, value) -> y  -> aclnnInplaceFillTensor (dims: y's shape, int32 / int64;
+ *                               value: one element, converted to y's type)
  * Every other op type: ACL_ERROR_OP_NOT_FOUND (execute.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "aclnnop/aclnn_cast.h"
 #include "aclnnop/aclnn_copy.h"
+#include "aclnnop/aclnn_fill_tensor.h"
 #include "aclnnop/aclnn_gt_tensor.h"
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
@@ -216,6 +219,48 @@ static aclError run_greater(pa_aclop_io *io, const aclopAttr *attr, aclrtStream 
     return rc;
 }
 
+static aclError run_fill(pa_aclop_io *io, const aclopAttr *attr, aclrtStream stream) {
+    const char *op = "Fill";
+    aclError rc = pa_attr_check_names(op, attr, NULL, 0);
+    if (rc != ACL_SUCCESS) return rc;
+    const pa_aclop_tensor *dims = &io->in[0], *y = &io->out[0];
+    if (dims->dtype != ACL_INT32 && dims->dtype != ACL_INT64) {
+        return pa_rt_fail(ACL_ERROR_OP_INPUT_NOT_MATCH, "aclopCompileAndExecute: op Fill: dims data type must be "
+                          "int32 or int64, got %s", pa_dtype_name(dims->dtype));
+    }
+    if (dims->ndim != 1 || dims->dims[0] != y->ndim) {
+        char s1[160], s2[160];
+        return pa_rt_fail(ACL_ERROR_OP_INPUT_NOT_MATCH, "aclopCompileAndExecute: op Fill: dims must be 1-D with one "
+                          "entry per dimension of y %s, got shape %s",
+                          pa_shape_str(y->dims, y->ndim, s1, sizeof s1), pa_shape_str(dims->dims, dims->ndim, s2,
+                          sizeof s2));
+    }
+    /* a host constant's values were copied at load: they must be y's shape */
+    if (dims->scratch != NULL && !dims->is_nz) {
+        for (int32_t i = 0; i < y->ndim; i++) {
+            int64_t v;
+            if (dims->dtype == ACL_INT64) {
+                memcpy(&v, (const char *)dims->scratch + 8 * (size_t)i, 8);
+            } else {
+                int32_t v32;
+                memcpy(&v32, (const char *)dims->scratch + 4 * (size_t)i, 4);
+                v = v32;
+            }
+            if (v != y->dims[i]) {
+                char s1[160];
+                return pa_rt_fail(ACL_ERROR_OP_OUTPUT_NOT_MATCH, "aclopCompileAndExecute: op Fill: y shape %s must "
+                                  "equal dims, whose entry %d is %lld", pa_shape_str(y->dims, y->ndim, s1, sizeof s1),
+                                  (int)i, (long long)v);
+            }
+        }
+    }
+    uint64_t ws = 0;
+    aclOpExecutor *ex = NULL;
+    rc = from_aclnn(op, aclnnInplaceFillTensorGetWorkspaceSize(io->out[0].t, io->in[1].t, &ws, &ex));
+    if (rc == ACL_SUCCESS) rc = pa_aclop_launch(op, ws, ex, stream, aclnnInplaceFillTensor);
+    return rc;
+}
+
 /* ---- the table ---- */
 
 static const char *const x_in[] = {"x"};
@@ -230,10 +275,12 @@ static const pa_aclop_def identity_def = {"Identity", 1, 1, x_in, y_out, run_ide
 static const pa_aclop_def cast_def = {"Cast", 1, 1, x_in, y_out, run_cast};
 static const char *const x12_in[] = {"x1", "x2"};
 static const pa_aclop_def greater_def = {"Greater", 2, 1, x12_in, y_out, run_greater};
+static const char *const fill_in[] = {"dims", "value"};
+static const pa_aclop_def fill_def = {"Fill", 2, 1, fill_in, y_out, run_fill};
 
 const pa_aclop_def *const pa_aclop_table[] = {&smsf_def, &smsf_grad_def, &identity_def, &cast_def, &greater_def,
-                                               NULL};
+                                               &fill_def, NULL};
 
 const char *pa_aclop_names(void) {
-    return "ScaledMaskedSoftmax, ScaledMaskedSoftmaxGrad, Identity, Cast and Greater";
+    return "ScaledMaskedSoftmax, ScaledMaskedSoftmaxGrad, Identity, Cast, Greater and Fill";
 }

@@ -174,6 +174,33 @@ static void test_aclop_softmax_triu(aclrtStream stream) {
     aclrtFree(x), aclrtFree(y), aclrtFree(y2), aclrtFree(m), aclrtFree(mt);
 }
 
+static void test_aclop_fill(aclrtStream stream) {
+    /* Fill: host int64 dims [2, 3] and a host fp32 value -> fp16 y; then a dims y does not match */
+    const int64_t one = 2, ydims[2] = {2, 3};
+    int64_t dims[2] = {2, 3};
+    float value = 2.5f;
+    uint16_t *y = dev(6 * 2), yh[6];
+    aclTensorDesc *in[2] = {aclCreateTensorDesc(ACL_INT64, 1, &one, ACL_FORMAT_ND),
+                            aclCreateTensorDesc(ACL_FLOAT, 0, NULL, ACL_FORMAT_ND)};
+    CHECK_OK(aclSetTensorPlaceMent(in[0], ACL_MEMTYPE_HOST));
+    CHECK_OK(aclSetTensorPlaceMent(in[1], ACL_MEMTYPE_HOST));
+    aclTensorDesc *out[1] = {aclCreateTensorDesc(ACL_FLOAT16, 2, ydims, ACL_FORMAT_ND)};
+    aclDataBuffer *ib[2] = {aclCreateDataBuffer(dims, sizeof dims), aclCreateDataBuffer(&value, sizeof value)};
+    aclDataBuffer *ob[1] = {aclCreateDataBuffer(y, 6 * 2)};
+    CHECK_OK(aclopCompileAndExecuteV2("Fill", 2, in, ib, 1, out, ob, NULL, ACL_ENGINE_SYS, ACL_COMPILE_SYS, NULL,
+                                    stream));
+    CHECK_OK(aclrtSynchronizeStream(stream));
+    CHECK_OK(aclrtMemcpy(yh, sizeof yh, y, sizeof yh, ACL_MEMCPY_DEVICE_TO_HOST));
+    for (int i = 0; i < 6; i++) CHECK(aclFloat16ToFloat(yh[i]) == 2.5f);
+    dims[1] = 4; /* now dims says [2, 4] and y is [2, 3] */
+    CHECK_ERR(aclopCompileAndExecuteV2("Fill", 2, in, ib, 1, out, ob, NULL, ACL_ENGINE_SYS, ACL_COMPILE_SYS, NULL,
+                                     stream),
+              ACL_ERROR_OP_OUTPUT_NOT_MATCH, "op Fill: y shape [2,3] must equal dims");
+    for (int i = 0; i < 2; i++) aclDestroyTensorDesc(in[i]), aclDestroyDataBuffer(ib[i]);
+    aclDestroyTensorDesc(out[0]), aclDestroyDataBuffer(ob[0]);
+    aclrtFree(y);
+}
+
 static void test_aclop_nz_round_trip(aclrtStream stream) {
     /* fp16 [2, 19, 21] -> FRACTAL_NZ storage [2, 2, 2, 16, 16] -> ND, and Cast */
     const int64_t dims[3] = {2, 19, 21}, nz[5] = {2, 2, 2, 16, 16};
@@ -282,6 +309,7 @@ int main(void) {
     test_compile_options();
     test_aclop_softmax_triu(stream);
     test_aclop_nz_round_trip(stream);
+    test_aclop_fill(stream);
     test_plumbing(stream);
     CHECK_OK(aclrtDestroyStream(stream));
     CHECK_OK(aclrtResetDevice(0));

@@ -1,5 +1,5 @@
-/* Argument fuzzer for the four ops (and two of the tensor plumbing ops torch_npu
- * uses, aclnnInplaceCopy and aclnnAdd): random (often malformed) tensors and attributes
+/* Argument fuzzer for the four ops (and three of the tensor plumbing ops torch_npu
+ * uses: aclnnInplaceCopy, aclnnAdd, aclnnConstantPadNd): random (often malformed) tensors and attributes
  * into GetWorkspaceSize and, when accepted, launch + synchronize.
  *
  *   fuzz_ops [--seed S] [--cases N] [--first I] [--verbose] [--no-fork] [--avoid KIND,...]
@@ -35,6 +35,7 @@
 #include "acl/acl.h"
 #include "aclnn/opdev/op_errno.h"
 #include "aclnnop/aclnn_add.h"
+#include "aclnnop/aclnn_constant_pad_nd.h"
 #include "aclnnop/aclnn_copy.h"
 #include "aclnnop/aclnn_nsa_selected_attention.h"
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
@@ -48,10 +49,10 @@
 
 /* ---- counters, shared with the parent through an anonymous shared mapping ---- */
 
-typedef enum { OP_SMSB, OP_SMSF, OP_NSAG, OP_NSAF, OP_COPY, OP_ADD, NOPS } op_id;
+typedef enum { OP_SMSB, OP_SMSF, OP_NSAG, OP_NSAF, OP_COPY, OP_ADD, OP_PAD, NOPS } op_id;
 static const char *const g_op_names[NOPS] = {"ScaledMaskedSoftmaxBackward", "ScaledMaskedSoftmax",
                                              "NsaSelectedAttentionGrad", "NsaSelectedAttention", "InplaceCopy",
-                                             "Add"};
+                                             "Add", "ConstantPadNd"};
 
 typedef struct {
     uint64_t cases, op_cases[NOPS], op_relaxed[NOPS], op_accepted[NOPS], op_rejected[NOPS], op_ran[NOPS];
@@ -914,19 +915,64 @@ static void case_add(rng_t *r, int64_t idx, aclrtStream stream) {
     free_all(&c);
 }
 
+/* aclnnConstantPadNd: self, a pad array (mostly valid: even, small, some
+ * negative) and out of the shape it gives (sometimes off by one). */
+static void case_pad(rng_t *r, int64_t idx, aclrtStream stream) {
+    case_t c;
+    case_begin(&c, OP_PAD, false);
+    int64_t in[4], out[4], pad[10];
+    const int nd = (int)rnd(r, 0, 4);
+    for (int i = 0; i < nd; i++) in[i] = rnd(r, 0, 7);
+    int np = 2 * (int)rnd(r, 0, nd);
+    if (chance(r, 30)) np = (int)rnd(r, 0, 10); /* odd, or longer than twice the rank */
+    for (int i = 0; i < np; i++) pad[i] = chance(r, 980) ? rnd(r, -3, 4) : wild_int(r);
+    for (int d = 0; d < nd; d++) {
+        const int k = 2 * (nd - 1 - d);
+        const int64_t lo = k < np ? pad[k] : 0, hi = k + 1 < np ? pad[k + 1] : 0;
+        const bool small = lo > -64 && lo < 64 && hi > -64 && hi < 64; /* not a wild pad */
+        const int64_t want = small ? in[d] + lo + hi : -1;
+        out[d] = want >= 0 && want < 64 ? want : rnd(r, 0, 9);
+        if (chance(r, 30)) out[d] = rnd(r, 0, 9);
+    }
+    const aclDataType dt = plumb_dtype(r);
+    td_init(r, &c.t[0], "self", dt, nd, in, true);
+    td_init(r, &c.t[1], "out", chance(r, 950) ? dt : plumb_dtype(r), nd, out, true);
+    c.n = 2;
+    mutate_some(r, &c);
+    const bool ok = build_all(r, &c);
+    double vv = chance(r, 900) ? (double)rnd(r, -4, 4) : wild_double(r);
+    aclScalar *value = chance(r, 20) ? NULL : aclCreateScalar(&vv, ACL_DOUBLE);
+    aclIntArray *pa = chance(r, 20) ? NULL : aclCreateIntArray(pad, (uint64_t)np);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    for (int i = 0; i < c.n; i++) {
+        if (td_arg(&c.t[i]) == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    }
+    if (ws_arg == NULL || ex_arg == NULL || value == NULL || pa == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    if (ok) {
+        aclnnStatus st = aclnnConstantPadNdGetWorkspaceSize(td_arg(&c.t[0]), pa, value,
+                                                            (aclTensor *)td_arg(&c.t[1]), ws_arg, ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnConstantPadNd, aclnnAdd, stream);
+    }
+    aclDestroyIntArray(pa);
+    aclDestroyScalar(value);
+    free_all(&c);
+}
+
 static void run_case(uint64_t seed, int64_t idx, aclrtStream stream) {
     rng_t r = {seed * 0x2545f4914f6cdd1dull ^ ((uint64_t)idx * 0x9e3779b97f4a7c15ull)};
     next_u64(&r);
     g_mutation = NULL;
     if (g_verbose) fprintf(stderr, "fuzz_ops: case %lld\n", (long long)idx);
     g_c->cases++;
-    const int64_t pick = rnd(&r, 0, 11);
+    const int64_t pick = rnd(&r, 0, 12);
     if (pick < 2) case_smsb(&r, idx, stream);
     else if (pick < 4) case_smsf(&r, idx, stream);
     else if (pick < 7) case_nsa(&r, idx, stream);
     else if (pick < 10) case_nsa_fwd(&r, idx, stream);
     else if (pick < 11) case_copy(&r, idx, stream);
-    else case_add(&r, idx, stream);
+    else if (pick < 12) case_add(&r, idx, stream);
+    else case_pad(&r, idx, stream);
 }
 
 /* Runs cases [first, end) in this process. */

@@ -1,7 +1,7 @@
 """Run by tests/test_torch_npu.py with set_env.sh's environment: the tensor plumbing
 torch_npu runs on pyaclnn's aclnn ops around the fused operators (host <-> device
 copies, contiguous and strided copies, dtype casts, fills, zeros and ones, adds,
-comparisons, sums), each result equal to the CPU's."""
+comparisons, sums, constant padding), each result equal to the CPU's."""
 import torch
 import torch_npu  # noqa: F401
 from torch_npu.testing.testcase import TestCase, run_tests
@@ -76,6 +76,14 @@ class TestPlumbing(TestCase):
         b = x.bfloat16()
         self.assertTrue(same(b.npu().float().sum(), b.double().sum().float()))
         self.assertEqual(xn[0, 1, 2].item(), x[0, 1, 2].item())
+
+    def test_constant_pad(self):
+        import torch.nn.functional as F
+        for dt in (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.bool):
+            t = self.x.to(dt)
+            for pad in ((1, 2), (0, 0, 2, -1), (-1, 1, 1, 1, 1, 1)):
+                value = 1 if dt == torch.bool else -3.5 if dt.is_floating_point else 7
+                self.assertTrue(same(F.pad(t.npu(), pad, value=value), F.pad(t, pad, value=value)), (dt, pad))
 
 
 if __name__ == "__main__":
