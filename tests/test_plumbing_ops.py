@@ -1,7 +1,7 @@
 """The tensor plumbing aclnn ops torch_npu calls around the fused operators
 (aclnnInplaceCopy, aclnnCast, aclnnInplaceFillScalar / FillTensor / Zero / One,
 aclnnAdd / Adds / InplaceAdd / InplaceAdds, aclnnGtScalar / GtTensor and their
-in-place forms, aclnnReduceSum, aclnnConstantPadNd), through the C API from Python, against numpy:
+in-place forms, aclnnReduceSum, aclnnConstantPadNd, aclnnCat), through the C API from Python, against numpy:
 every dtype pair of the conversions, strided and broadcast operands, and the
 error codes of bad arguments."""
 import ml_dtypes
@@ -358,3 +358,72 @@ def test_constant_pad_nd_errors(runtime):
         assert status("ConstantPadNd", t.handle, ia, v, o20.handle) == (0, "")
         lib.aclDestroyIntArray(ia)
     lib.aclDestroyScalar(v)
+
+
+def destroy_list(lst, tensors):
+    """aclDestroyTensorList destroys its tensors too, as CANN's does: then free their memory."""
+    assert lib.aclDestroyTensorList(lst) == 0
+    for t in tensors:
+        t._handle = None
+        t.close()
+
+
+def tensor_list(tensors):
+    arr = ffi.new("aclTensor *[]", [t.handle for t in tensors])
+    lst = lib.aclCreateTensorList(arr, len(tensors))
+    assert lst != ffi.NULL
+    return lst
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("out_dt", [np.dtype(np.float32), BF16, np.dtype(np.int64)], ids=str)
+def test_cat(runtime, stream, dim, out_dt):
+    rng = np.random.default_rng(dim + 5)
+    d = dim % 3
+    parts = []
+    for i, (n, dt) in enumerate([(2, np.int32), (0, np.int8), (3, bool), (1, np.int16)] if out_dt.kind == "i" else
+                                [(2, np.float16), (0, np.float32), (3, np.int32), (1, BF16), (4, bool)]):
+        shape = [4, 5, 3]
+        shape[d] = n
+        x = sample(np.dtype(dt), tuple(shape[::-1]), rng).transpose(2, 1, 0)    # strided
+        parts.append(x)
+    want = np.concatenate([cast_ref(x, out_dt) for x in parts], axis=d)
+    ts = [pyaclnn.Tensor(x) for x in parts]
+    lst = tensor_list(ts)
+    with pyaclnn.Tensor.empty(want.shape, out_dt) as out:
+        run(stream, "Cat", lst, dim, out.handle)
+        assert bits(out.numpy()) == bits(want)
+    destroy_list(lst, ts)
+
+
+def test_cat_many_and_errors(runtime, stream):
+    xs = [np.full((1, 2), i, np.float32) for i in range(63)]
+    ts = [pyaclnn.Tensor(x) for x in xs]
+    lst = tensor_list(ts)
+    with pyaclnn.Tensor.empty((63, 2), np.float32) as out:
+        run(stream, "Cat", lst, 0, out.handle)
+        assert bits(out.numpy()) == bits(np.concatenate(xs))
+    destroy_list(lst, ts)
+    # (the lists below are left alive: destroying one destroys a and b with it)
+    with pyaclnn.Tensor(np.zeros((2, 3), np.float32)) as a, pyaclnn.Tensor(np.zeros((2, 4), np.float32)) as b, \
+            pyaclnn.Tensor.empty((2, 7), np.float32) as o, pyaclnn.Tensor.empty((2, 7), np.int32) as oi, \
+            pyaclnn.Tensor.empty((4, 3), np.float32) as o43:
+        pair = tensor_list([a, b])
+        assert status("Cat", ffi.NULL, 1, o.handle)[0] == 161001
+        assert status("Cat", pair, 1, ffi.NULL)[0] == 161001
+        rc, msg = status("Cat", pair, 2, o.handle)
+        assert rc == 161002 and "dim 2 is out of range for 2-D tensors" in msg
+        rc, msg = status("Cat", pair, 0, o43.handle)
+        assert rc == 161002 and "tensors[1] shape [2,4] must match tensors[0] shape [2,3] outside dim 0" in msg
+        rc, msg = status("Cat", pair, 1, oi.handle)
+        assert rc == 161002 and "floating-point values cannot be cast to out dtype INT32" in msg
+        rc, msg = status("Cat", pair, 1, o43.handle)
+        assert rc == 161002 and "out shape must be [2,7], got [4,3]" in msg
+        assert status("Cat", pair, -1, o.handle) == (0, "")
+        nul = lib.aclCreateTensorList(ffi.new("aclTensor *[]", [a.handle, ffi.NULL]), 2)
+        rc, msg = status("Cat", nul, 1, o.handle)
+        assert rc == 161001 and "tensors[1] must not be NULL" in msg
+        many = lib.aclCreateTensorList(ffi.new("aclTensor *[]", [a.handle] * 64), 64)
+        rc, msg = status("Cat", many, 0, o.handle)
+        assert rc == 161002 and "at most 63 tensors, got 64" in msg
+

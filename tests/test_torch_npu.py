@@ -134,16 +134,18 @@ def test_train_step_written_for_torch_npu(home):
 
 def test_torch_distributed_hccl_backend_across_processes(home):
     """torch.distributed with torch_npu's "hccl" backend, 3 processes (one device each)
-    on pyaclnn's HCCL over gloo: all_reduce (fp32, fp16, bf16 sums; MAX), broadcast,
-    all_gather (into a list: torch_npu pads through aclnnConstantPadNd) and
-    all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single, barrier, send /
-    recv, each bit-identical to numpy's rank-order fold, and every rank exits cleanly."""
+    on pyaclnn's HCCL over gloo: all_reduce (fp32, fp16, bf16 sums; MAX), reduce,
+    broadcast, all_gather into a list (torch_npu pads each entry with aclnnConstantPadNd)
+    and into a tensor, gather (concatenated with aclnnCat), scatter,
+    reduce_scatter_tensor, all_to_all (list and single), all_gather_object, barrier,
+    send / recv, each bit-identical to numpy's rank-order fold, and every rank exits
+    cleanly."""
     import pyaclnn
     if not (pathlib.Path(pyaclnn.lib_dir()) / "libhccl_gloo.so").exists() and not os.environ.get("CI"):
         pytest.skip("pyaclnn was built without gloo (install libgloo-dev, then pip install .)")
     proc = run_script(home, SCRIPTS / "npu_distributed.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("rank ")]
-    assert len(lines) == 28 and all(ln.endswith("bit-identical") for ln in lines), proc.stdout
+    assert len(lines) == 36 and all(ln.endswith("bit-identical") for ln in lines), proc.stdout
     assert proc.stdout.rstrip().endswith("OK"), proc.stdout
     assert not error_lines(proc.stderr), "\n".join(error_lines(proc.stderr))

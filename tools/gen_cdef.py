@@ -44,6 +44,7 @@ HEADERS = (
     "aclnnop/aclnn_gt_tensor.h",
     "aclnnop/aclnn_reduce_sum.h",
     "aclnnop/aclnn_constant_pad_nd.h",
+    "aclnnop/aclnn_cat.h",
     "hccl/hccl.h",
     "pyaclnn/pyaclnn_ext.h",
 )

@@ -7,7 +7,7 @@
 
 #include "meta/pa_tensor.h"
 
-#define PA_MAX_IO 16
+#define PA_MAX_IO 64
 
 /* Runs a plan. Called on the stream worker with a private copy of the plan.
  * Returns ACLNN_SUCCESS or a status after pa_fail(). */

@@ -1,5 +1,5 @@
-/* Argument fuzzer for the four ops (and three of the tensor plumbing ops torch_npu
- * uses: aclnnInplaceCopy, aclnnAdd, aclnnConstantPadNd): random (often malformed) tensors and attributes
+/* Argument fuzzer for the four ops (and four of the tensor plumbing ops torch_npu
+ * uses: aclnnInplaceCopy, aclnnAdd, aclnnConstantPadNd, aclnnCat): random (often malformed) tensors and attributes
  * into GetWorkspaceSize and, when accepted, launch + synchronize.
  *
  *   fuzz_ops [--seed S] [--cases N] [--first I] [--verbose] [--no-fork] [--avoid KIND,...]
@@ -35,6 +35,7 @@
 #include "acl/acl.h"
 #include "aclnn/opdev/op_errno.h"
 #include "aclnnop/aclnn_add.h"
+#include "aclnnop/aclnn_cat.h"
 #include "aclnnop/aclnn_constant_pad_nd.h"
 #include "aclnnop/aclnn_copy.h"
 #include "aclnnop/aclnn_nsa_selected_attention.h"
@@ -49,10 +50,10 @@
 
 /* ---- counters, shared with the parent through an anonymous shared mapping ---- */
 
-typedef enum { OP_SMSB, OP_SMSF, OP_NSAG, OP_NSAF, OP_COPY, OP_ADD, OP_PAD, NOPS } op_id;
+typedef enum { OP_SMSB, OP_SMSF, OP_NSAG, OP_NSAF, OP_COPY, OP_ADD, OP_PAD, OP_CAT, NOPS } op_id;
 static const char *const g_op_names[NOPS] = {"ScaledMaskedSoftmaxBackward", "ScaledMaskedSoftmax",
                                              "NsaSelectedAttentionGrad", "NsaSelectedAttention", "InplaceCopy",
-                                             "Add", "ConstantPadNd"};
+                                             "Add", "ConstantPadNd", "Cat"};
 
 typedef struct {
     uint64_t cases, op_cases[NOPS], op_relaxed[NOPS], op_accepted[NOPS], op_rejected[NOPS], op_ran[NOPS];
@@ -959,20 +960,67 @@ static void case_pad(rng_t *r, int64_t idx, aclrtStream stream) {
     free_all(&c);
 }
 
+/* aclnnCat: 1-4 tensors of one shape outside dim (sometimes not), through an
+ * aclTensorList, into out (sometimes of a wrong shape or dtype). */
+static void case_cat(rng_t *r, int64_t idx, aclrtStream stream) {
+    case_t c;
+    case_begin(&c, OP_CAT, false);
+    const int nd = (int)rnd(r, 1, 4), n = (int)rnd(r, 1, 4);
+    int64_t dim = chance(r, 980) ? rnd(r, -nd, nd - 1) : wild_int(r);
+    const int d = (int)(((dim % nd) + nd) % nd);
+    int64_t base[4], out[4], shape[4];
+    for (int i = 0; i < nd; i++) base[i] = out[i] = rnd(r, 1, 5);
+    out[d] = 0;
+    for (int k = 0; k < n; k++) {
+        for (int i = 0; i < nd; i++) shape[i] = base[i];
+        shape[d] = rnd(r, 0, 4);
+        if (chance(r, 30)) shape[(int)rnd(r, 0, nd - 1)] = rnd(r, 0, 5);
+        out[d] += shape[d];
+        static const char *const names[4] = {"tensors[0]", "tensors[1]", "tensors[2]", "tensors[3]"};
+        td_init(r, &c.t[k], names[k], plumb_dtype(r), nd, shape, true);
+    }
+    if (chance(r, 30)) out[(int)rnd(r, 0, nd - 1)] = rnd(r, 0, 9);
+    td_init(r, &c.t[n], "out", chance(r, 700) ? ACL_FLOAT : plumb_dtype(r), nd, out, true);
+    c.n = n + 1;
+    mutate_some(r, &c);
+    const bool ok = build_all(r, &c);
+    const aclTensor *list[4];
+    for (int k = 0; k < n; k++) list[k] = td_arg(&c.t[k]);
+    aclTensorList *tl = chance(r, 20) ? NULL : aclCreateTensorList(list, (uint64_t)n);
+    uint64_t ws = 0, *ws_arg = chance(r, 5) ? NULL : &ws;
+    aclOpExecutor *ex = NULL, **ex_arg = chance(r, 5) ? NULL : &ex;
+    for (int i = 0; i < c.n; i++) {
+        if (td_arg(&c.t[i]) == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    }
+    if (ws_arg == NULL || ex_arg == NULL || tl == NULL) c.null_status = ACLNN_ERR_PARAM_NULLPTR;
+    if (ok) {
+        aclnnStatus st = aclnnCatGetWorkspaceSize(tl, dim, (aclTensor *)td_arg(&c.t[n]), ws_arg, ex_arg);
+        gws_done(r, idx, &c, st, ex, ws, aclnnCat, aclnnAdd, stream);
+    }
+    if (tl != NULL) { /* destroys the listed tensors too */
+        aclDestroyTensorList(tl);
+        for (int k = 0; k < n; k++) {
+            if (!c.t[k].is_null) c.t[k].t = NULL;
+        }
+    }
+    free_all(&c);
+}
+
 static void run_case(uint64_t seed, int64_t idx, aclrtStream stream) {
     rng_t r = {seed * 0x2545f4914f6cdd1dull ^ ((uint64_t)idx * 0x9e3779b97f4a7c15ull)};
     next_u64(&r);
     g_mutation = NULL;
     if (g_verbose) fprintf(stderr, "fuzz_ops: case %lld\n", (long long)idx);
     g_c->cases++;
-    const int64_t pick = rnd(&r, 0, 12);
+    const int64_t pick = rnd(&r, 0, 13);
     if (pick < 2) case_smsb(&r, idx, stream);
     else if (pick < 4) case_smsf(&r, idx, stream);
     else if (pick < 7) case_nsa(&r, idx, stream);
     else if (pick < 10) case_nsa_fwd(&r, idx, stream);
     else if (pick < 11) case_copy(&r, idx, stream);
     else if (pick < 12) case_add(&r, idx, stream);
-    else case_pad(&r, idx, stream);
+    else if (pick < 13) case_pad(&r, idx, stream);
+    else case_cat(&r, idx, stream);
 }
 
 /* Runs cases [first, end) in this process. */

@@ -1,5 +1,7 @@
 """torch.distributed with torch_npu's "hccl" backend on pyaclnn: one process per emulated
-device (pyaclnn's HCCL over gloo), as a launcher such as torchrun starts them.
+device (pyaclnn's HCCL over gloo), as a launcher such as torchrun starts them: all_reduce,
+reduce, broadcast, all_gather (list and tensor), gather, scatter, reduce_scatter_tensor,
+all_to_all (list and single), all_gather_object, barrier, send / recv.
 
 Run without RANK, this script starts WORLD ranks of itself and checks what each
 returns, bit for bit, against numpy: the reductions fold the ranks in rank order
@@ -67,6 +69,26 @@ def run_rank(rank):
     a2a = torch.zeros(WORLD * N).npu()
     dist.all_to_all_single(a2a, torch.from_numpy(rank_input(rank, "a2a", WORLD * N)).npu())
     keep("a2a", a2a)
+    x = torch.from_numpy(rank_input(rank, "reduce")).npu()
+    dist.reduce(x, dst=1)
+    if rank == 1:
+        keep("reduce", x)
+    x = torch.from_numpy(rank_input(rank, "glist")[:N // 2]).npu()
+    g = [torch.zeros(N // 2).npu() for _ in range(WORLD)] if rank == 2 else None
+    dist.gather(x, g, dst=2)                           # torch_npu concatenates with aclnnCat
+    if rank == 2:
+        keep("gather_root", torch.cat([t.cpu() for t in g]))
+    r = torch.zeros(N).npu()
+    src = [torch.from_numpy(rank_input(i, "scatter")).npu() for i in range(WORLD)] if rank == 0 else None
+    dist.scatter(r, src, src=0)
+    keep("scatter", r)
+    outs = [torch.zeros(N).npu() for _ in range(WORLD)]
+    dist.all_to_all(outs, [torch.from_numpy(rank_input(rank, "a2al", WORLD * N)[i * N:(i + 1) * N]).npu()
+                           for i in range(WORLD)])
+    keep("a2a_list", torch.cat([t.cpu() for t in outs]))
+    objs = [None] * WORLD
+    dist.all_gather_object(objs, {"rank": rank})
+    assert objs == [{"rank": i} for i in range(WORLD)], objs
     dist.barrier()
     if rank == 0:
         dist.send(torch.from_numpy(rank_input(0, "p2p")).npu(), dst=WORLD - 1)
@@ -98,6 +120,13 @@ def expected(rank):
     want["rs"] = bits(rs[rank * N:(rank + 1) * N])
     want["a2a"] = bits(np.concatenate([rank_input(r, "a2a", WORLD * N)[rank * N:(rank + 1) * N]
                                        for r in range(WORLD)]))
+    if rank == 1:
+        want["reduce"] = bits(fold("reduce", np.float32))
+    if rank == 2:
+        want["gather_root"] = bits(np.concatenate([rank_input(r, "glist")[:N // 2] for r in range(WORLD)]))
+    want["scatter"] = bits(rank_input(rank, "scatter"))
+    want["a2a_list"] = bits(np.concatenate([rank_input(r, "a2al", WORLD * N)[rank * N:(rank + 1) * N]
+                                            for r in range(WORLD)]))
     if rank == WORLD - 1:
         want["p2p"] = bits(rank_input(0, "p2p"))
     return want

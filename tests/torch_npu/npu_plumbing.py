@@ -1,7 +1,7 @@
 """Run by tests/test_torch_npu.py with set_env.sh's environment: the tensor plumbing
 torch_npu runs on pyaclnn's aclnn ops around the fused operators (host <-> device
 copies, contiguous and strided copies, dtype casts, fills, zeros and ones, adds,
-comparisons, sums, constant padding), each result equal to the CPU's."""
+comparisons, sums, constant padding, concatenation), each result equal to the CPU's."""
 import torch
 import torch_npu  # noqa: F401
 from torch_npu.testing.testcase import TestCase, run_tests
@@ -84,6 +84,11 @@ class TestPlumbing(TestCase):
             for pad in ((1, 2), (0, 0, 2, -1), (-1, 1, 1, 1, 1, 1)):
                 value = 1 if dt == torch.bool else -3.5 if dt.is_floating_point else 7
                 self.assertTrue(same(F.pad(t.npu(), pad, value=value), F.pad(t, pad, value=value)), (dt, pad))
+
+    def test_cat(self):
+        a, b = self.x, torch.randn(3, 2, 5)
+        self.assertTrue(same(torch.cat([a.npu(), b.npu()], 1), torch.cat([a, b], 1)))
+        self.assertTrue(same(torch.cat([a.half().npu(), a.npu()], -1), torch.cat([a.half(), a], -1)))
 
 
 if __name__ == "__main__":

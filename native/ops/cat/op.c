@@ -1,0 +1,162 @@
+/* aclnnCat: out = tensors concatenated along dim, each converted to out's
+ * dtype. The checks follow the vendor's op: every tensor non-NULL, of one rank
+ * and of tensor 0's shape outside dim, dim in range, and the promoted input
+ * type castable to out's (no float into an integer out, no number into bool);
+ * out's shape must be the concatenation. At most PA_MAX_IO - 1 tensors (a
+ * pyaclnn limit). Run as one elementwise copy per tensor into its slice of out.
+ * validate -> plan -> run. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "aclnnop/aclnn_cat.h"
+#include "ops/ew_common/ew_common.h"
+
+#define WS_API "aclnnCatGetWorkspaceSize"
+#define MAX_TENSORS (PA_MAX_IO - 1)
+
+typedef struct cat_plan {
+    int32_t n, dim;
+    pa_tview out;
+    pa_tview in[MAX_TENSORS];
+} cat_plan;
+
+static int cat_run(const void *plan, void *workspace, uint64_t workspace_size) {
+    PA_UNUSED(workspace), PA_UNUSED(workspace_size);
+    const cat_plan *p = plan;
+    const int64_t es = (int64_t)pa_dtype_size(p->out.dtype);
+    int64_t at = 0; /* where along dim the next tensor goes */
+    for (int32_t i = 0; i < p->n; i++) {
+        const pa_tview *v = &p->in[i];
+        pa_ew_args g = {0};
+        g.op = PA_EW_CONVERT;
+        g.ndim = v->ndim;
+        g.out.dtype = p->out.dtype;
+        g.a.dtype = v->dtype;
+        for (int32_t d = 0; d < v->ndim; d++) {
+            g.dims[d] = v->dims[d];
+            g.out.strides[d] = p->out.strides[d];
+            g.a.strides[d] = v->strides[d];
+        }
+        const int64_t len = v->ndim > 0 ? v->dims[p->dim] : 0;
+        if (len > 0) { /* pa_ew_run skips a tensor with another zero-size dim */
+            g.out.ptr = (char *)pa_tview_ptr(&p->out) + at * p->out.strides[p->dim] * es;
+            g.a.ptr = pa_tview_ptr(v);
+            pa_ew_run(&g);
+        }
+        at += len;
+    }
+    return ACLNN_SUCCESS;
+}
+
+static const char *const in_names[] = {
+    "tensors[0]",  "tensors[1]",  "tensors[2]",  "tensors[3]",  "tensors[4]",  "tensors[5]",  "tensors[6]",
+    "tensors[7]",  "tensors[8]",  "tensors[9]",  "tensors[10]", "tensors[11]", "tensors[12]", "tensors[13]",
+    "tensors[14]", "tensors[15]", "tensors[16]", "tensors[17]", "tensors[18]", "tensors[19]", "tensors[20]",
+    "tensors[21]", "tensors[22]", "tensors[23]", "tensors[24]", "tensors[25]", "tensors[26]", "tensors[27]",
+    "tensors[28]", "tensors[29]", "tensors[30]", "tensors[31]", "tensors[32]", "tensors[33]", "tensors[34]",
+    "tensors[35]", "tensors[36]", "tensors[37]", "tensors[38]", "tensors[39]", "tensors[40]", "tensors[41]",
+    "tensors[42]", "tensors[43]", "tensors[44]", "tensors[45]", "tensors[46]", "tensors[47]", "tensors[48]",
+    "tensors[49]", "tensors[50]", "tensors[51]", "tensors[52]", "tensors[53]", "tensors[54]", "tensors[55]",
+    "tensors[56]", "tensors[57]", "tensors[58]", "tensors[59]", "tensors[60]", "tensors[61]", "tensors[62]"};
+_Static_assert(sizeof in_names / sizeof in_names[0] == MAX_TENSORS, "one name per input view");
+static const char *const out_names[] = {"out"};
+static const pa_op_def cat_op = {"aclnnCat", cat_run, in_names, out_names};
+
+/* torch's canCast from the promoted input kind to out: 0 bool, 1 integer, 2 float. */
+static int kind_of(aclDataType dt) {
+    if (dt == ACL_BOOL) return 0;
+    return pa_ew_dtype_is_float(dt) ? 2 : 1;
+}
+
+static int check_list(const aclTensorList *tensors, int64_t *dim) {
+    char name[32], s1[160], s2[160];
+    if (tensors->size == 0) return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": tensors must not be empty");
+    if (tensors->size > MAX_TENSORS) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": pyaclnn concatenates at most %d tensors, got %llu",
+                       MAX_TENSORS, (unsigned long long)tensors->size);
+    }
+    for (uint64_t i = 0; i < tensors->size; i++) { /* every NULL first, as the vendor's op */
+        if (tensors->tensors[i] == NULL) {
+            return pa_fail(ACLNN_ERR_PARAM_NULLPTR, WS_API ": tensors[%llu] must not be NULL", (unsigned long long)i);
+        }
+    }
+    for (uint64_t i = 0; i < tensors->size; i++) {
+        snprintf(name, sizeof name, "tensors[%llu]", (unsigned long long)i);
+        const int rc = pa_ew_check_tensor(WS_API, name, tensors->tensors[i]);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    const aclTensor *t0 = tensors->tensors[0];
+    const int64_t n = t0->ndim, d0 = *dim;
+    const int64_t d = d0 < 0 ? d0 + n : d0;
+    if (d < 0 || d >= n) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": dim %lld is out of range for %lld-D tensors", (long long)d0,
+                       (long long)n);
+    }
+    for (uint64_t i = 1; i < tensors->size; i++) {
+        const aclTensor *t = tensors->tensors[i];
+        bool same = t->ndim == n;
+        for (int64_t j = 0; same && j < n; j++) same = j == d || t->dims[j] == t0->dims[j];
+        if (!same) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": tensors[%llu] shape %s must match tensors[0] shape %s "
+                           "outside dim %lld", (unsigned long long)i, pa_shape_str(t->dims, t->ndim, s1, sizeof s1),
+                           pa_shape_str(t0->dims, t0->ndim, s2, sizeof s2), (long long)d);
+        }
+    }
+    *dim = d;
+    return ACLNN_SUCCESS;
+}
+
+static int check_out(const aclTensorList *tensors, int64_t dim, const aclTensor *out) {
+    int kind = 0;
+    int64_t len = 0;
+    for (uint64_t i = 0; i < tensors->size; i++) {
+        const int k = kind_of(tensors->tensors[i]->dtype);
+        kind = k > kind ? k : kind;
+        len += tensors->tensors[i]->dims[dim]; /* each within its storage: no overflow */
+    }
+    if (kind > kind_of(out->dtype)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": the tensors' %s values cannot be cast to out dtype %s",
+                       kind == 2 ? "floating-point" : "integer", pa_dtype_name(out->dtype));
+    }
+    const aclTensor *t0 = tensors->tensors[0];
+    bool same = out->ndim == t0->ndim;
+    for (int32_t j = 0; same && j < out->ndim; j++) same = out->dims[j] == (j == dim ? len : t0->dims[j]);
+    if (!same) {
+        int64_t want[PA_MAX_DIMS];
+        for (int32_t j = 0; j < t0->ndim; j++) want[j] = j == dim ? len : t0->dims[j];
+        char s1[160], s2[160];
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": out shape must be %s, got %s",
+                       pa_shape_str(want, t0->ndim, s1, sizeof s1), pa_shape_str(out->dims, out->ndim, s2, sizeof s2));
+    }
+    return ACLNN_SUCCESS;
+}
+
+PA_API aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
+                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
+    int rc = PA_EW_REQUIRE(WS_API, tensors, out, workspaceSize, executor);
+    if (rc == 0) rc = pa_handle_check(WS_API, "tensors", tensors, PA_HANDLE_TENSOR_LIST);
+    if (rc == 0) rc = check_list(tensors, &dim);
+    if (rc == 0) rc = pa_ew_check_output(WS_API, "out", out);
+    if (rc == 0) rc = check_out(tensors, dim, out);
+    if (rc != ACLNN_SUCCESS) return rc;
+    cat_plan plan = {0};
+    plan.n = (int32_t)tensors->size;
+    plan.dim = (int32_t)dim;
+    plan.out = pa_tview_of(out);
+    size_t in_views[MAX_TENSORS];
+    for (int32_t i = 0; i < plan.n; i++) {
+        plan.in[i] = pa_tview_of(tensors->tensors[i]);
+        in_views[i] = offsetof(cat_plan, in) + (size_t)i * sizeof(pa_tview);
+    }
+    const size_t out_views[1] = {offsetof(cat_plan, out)};
+    aclOpExecutor *ex = pa_executor_create(&cat_op, &plan, sizeof plan, 0, in_views, plan.n, out_views, 1);
+    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    *workspaceSize = 0;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+PA_API aclnnStatus aclnnCat(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                            const aclrtStream stream) {
+    return pa_executor_launch(&cat_op, workspace, workspaceSize, executor, stream);
+}
