@@ -70,6 +70,11 @@ typedef struct nsa_gemm_args {
     float *c;
     int64_t ldc;            /* row stride of C (>= n) */
     int32_t accumulate;     /* 0: C = sum, 1: C += sum */
+    /* optional hint, no effect on results: pf_bytes bytes at pf that the caller
+     * reads next (e.g. the next call's B panel); the SIMD tiers prefetch them
+     * during their last panel chunk, as they prefetch their own next chunk */
+    const void *pf;
+    int64_t pf_bytes;
 } nsa_gemm_args;
 
 typedef void (*nsa_gemm_fn)(const nsa_gemm_args *args);

@@ -7,7 +7,11 @@
  * vcvtph2ps; bf16: two unpacks with zero, hence the slot order of nsa_b_slot),
  * and each of the MR A elements is broadcast once. Panels are walked in chunks
  * of about NSA_KC k-rows so a column tile's B slice stays in L1 across the row
- * tiles; partial sums go back to C between chunks (exact). */
+ * tiles; partial sums go back to C between chunks (exact). While a chunk runs,
+ * the operands of the next chunk (or the caller's hint, nsa_gemm_args.pf) are
+ * prefetched a few cache lines per micro-kernel call: the selected KV blocks and
+ * token rows are gathered from all over L2/L3, and the micro-kernels would
+ * otherwise wait on them. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -96,6 +100,43 @@ static const mk_fn mk_table[3][2][6] = {
     {MK_ROW(rm, 2), MK_ROW(cm, 2)},
 };
 
+/* Memory regions to prefetch, walked a few lines at a time. */
+#define PF_MAX 16
+#ifndef NSA_PF_HINT
+#define NSA_PF_HINT _MM_HINT_T1 /* into L2: the current chunk keeps L1 */
+#endif
+typedef struct pf_walk {
+    const char *p[PF_MAX];
+    int64_t n[PF_MAX]; /* bytes */
+    int cnt, cur;
+    int64_t off;
+} pf_walk;
+
+static void pf_add(pf_walk *w, const void *p, int64_t bytes) {
+    if (p != NULL && bytes > 0 && w->cnt < PF_MAX) {
+        w->p[w->cnt] = (const char *)p;
+        w->n[w->cnt] = bytes;
+        w->cnt++;
+    }
+}
+
+static int64_t pf_lines(const pf_walk *w) {
+    int64_t t = 0;
+    for (int i = 0; i < w->cnt; i++) t += (w->n[i] + 63) / 64;
+    return t;
+}
+
+NSA_INLINE void pf_step(pf_walk *w, int64_t lines) {
+    for (; lines > 0 && w->cur < w->cnt; lines--) {
+        _mm_prefetch(w->p[w->cur] + w->off, NSA_PF_HINT);
+        w->off += 64;
+        if (w->off >= w->n[w->cur]) {
+            w->cur++;
+            w->off = 0;
+        }
+    }
+}
+
 void nsa_gemm_avx2(const nsa_gemm_args *g) {
     const int layout = nsa_gemm_front(g);
     if (layout < 0) return;
@@ -105,14 +146,30 @@ void nsa_gemm_avx2(const nsa_gemm_args *g) {
     }
     const mk_fn *tab = mk_table[g->btype][layout];
     const int64_t M = g->m, N = g->n, K = g->k;
+    const int64_t es = g->btype == NSA_B_F32 ? 4 : 2;
+    const int64_t a_bytes = 4 * (layout == 0 ? (M - 1) * g->a_sm + K : (K - 1) * g->a_sk + M);
+    const int64_t b_bytes = es * ((K - 1) * g->ldb + N);
+    const int64_t calls = ((N + 15) / 16) * ((M + 5) / 6); /* micro-kernel calls per chunk */
     int64_t pc = NSA_KC / K;
     if (pc < 1) pc = 1;
     for (int64_t p0 = 0; p0 < g->npanels; p0 += pc) {
         const int64_t np = pc < g->npanels - p0 ? pc : g->npanels - p0;
         const int load = g->accumulate || p0 > 0;
+        pf_walk w = {.cnt = 0};
+        if (p0 + np < g->npanels) {
+            const int64_t nn = pc < g->npanels - p0 - np ? pc : g->npanels - p0 - np;
+            for (int64_t q = p0 + np; q < p0 + np + nn; q++) {
+                pf_add(&w, g->panels[q].b, b_bytes);
+                pf_add(&w, g->panels[q].a, a_bytes);
+            }
+        } else {
+            pf_add(&w, g->pf, g->pf_bytes);
+        }
+        const int64_t quota = (pf_lines(&w) + calls - 1) / calls;
         for (int64_t n0 = 0; n0 < N; n0 += 16) {
             for (int64_t m0 = 0; m0 < M; m0 += 6) {
                 const int mr = (int)(M - m0 < 6 ? M - m0 : 6);
+                pf_step(&w, quota);
                 tab[mr - 1](g->panels + p0, np, K, g->a_sm, g->a_sk, m0, n0, g->ldb, g->c, g->ldc, load);
             }
         }
@@ -182,17 +239,28 @@ NSA_INLINE __m256i lanes_below(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* One vector of pgrad. Full vectors (rem >= 8: all 8 lanes inside the row) use
+ * plain loads and stores (masked stores are slow on AMD cores); lanes at or beyond
+ * vis are zeroed by vmask either way, so the bits are those of the masked form. */
 NSA_INLINE void pgrad8(float *sp, float *dpds, int64_t rem, int64_t vis, __m256 vs, __m256 vm, __m256 vl,
                        __m256 vd, int rnd) {
-    const __m256i io = lanes_below(rem), vi = lanes_below(vis);
+    const __m256i vi = lanes_below(vis);
     const __m256 vmask = _mm256_castsi256_ps(vi);
-    const __m256 s = _mm256_maskload_ps(sp, vi);
-    const __m256 dp = _mm256_maskload_ps(dpds, vi);
+    const int full = rem >= 8;
+    const __m256 s = full ? _mm256_loadu_ps(sp) : _mm256_maskload_ps(sp, vi);
+    const __m256 dp = full ? _mm256_loadu_ps(dpds) : _mm256_maskload_ps(dpds, vi);
     const __m256 x = _mm256_sub_ps(_mm256_mul_ps(vs, s), vm);
     const __m256 p = _mm256_div_ps(exp256(x), vl);
     const __m256 ds = _mm256_mul_ps(p, _mm256_sub_ps(dp, vd));
-    _mm256_maskstore_ps(sp, io, _mm256_and_ps(round16(p, rnd), vmask));
-    _mm256_maskstore_ps(dpds, io, _mm256_and_ps(round16(ds, rnd), vmask));
+    const __m256 po = _mm256_and_ps(round16(p, rnd), vmask), dso = _mm256_and_ps(round16(ds, rnd), vmask);
+    if (full) {
+        _mm256_storeu_ps(sp, po);
+        _mm256_storeu_ps(dpds, dso);
+    } else {
+        const __m256i io = lanes_below(rem);
+        _mm256_maskstore_ps(sp, io, po);
+        _mm256_maskstore_ps(dpds, io, dso);
+    }
 }
 
 void nsa_pgrad_avx2(float *sp, float *dpds, int64_t n, int64_t nvis, float scale, float m, float l, float dsum,
@@ -202,7 +270,14 @@ void nsa_pgrad_avx2(float *sp, float *dpds, int64_t n, int64_t nvis, float scale
     if (l == 0.0f) nvis = 0;
     const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vl = _mm256_set1_ps(l);
     const __m256 vd = _mm256_set1_ps(dsum);
-    for (int64_t c = 0; c < n; c += 8) pgrad8(sp + c, dpds + c, n - c, nvis - c, vs, vm, vl, vd, rnd);
+    int64_t c = 0;
+    if (nvis == 0) { /* nothing visible: zeros */
+        for (; c + 8 <= n; c += 8) {
+            _mm256_storeu_ps(sp + c, _mm256_setzero_ps());
+            _mm256_storeu_ps(dpds + c, _mm256_setzero_ps());
+        }
+    }
+    for (; c < n; c += 8) pgrad8(sp + c, dpds + c, n - c, nvis - c, vs, vm, vl, vd, rnd);
 }
 
 /* ---- forward row operations: 16 lanes (two vectors), as the oracle ---- */
@@ -213,11 +288,18 @@ float nsa_rowmax_avx2(const float *s, int64_t n, float scale) {
     __m256 acc[2] = {ninf, ninf}, nan = _mm256_setzero_ps();
     for (int64_t c = 0; c < n; c += 16) {
         for (int h = 0; h < 2; h++) {
-            const __m256i io = lanes_below(n - c - 8 * h);
-            const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(vs, _mm256_maskload_ps(s + c + 8 * h, io)),
-                                              _mm256_castsi256_ps(io));
-            nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-            acc[h] = _mm256_max_ps(x, acc[h]); /* x > acc ? x : acc */
+            const int64_t rem = n - c - 8 * h;
+            if (rem <= 0) break;
+            __m256 xs;
+            if (rem >= 8) {
+                xs = _mm256_mul_ps(vs, _mm256_loadu_ps(s + c + 8 * h));
+            } else { /* lanes beyond n: -inf */
+                const __m256i io = lanes_below(rem);
+                xs = _mm256_blendv_ps(ninf, _mm256_mul_ps(vs, _mm256_maskload_ps(s + c + 8 * h, io)),
+                                      _mm256_castsi256_ps(io));
+            }
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(xs, xs, _CMP_UNORD_Q));
+            acc[h] = _mm256_max_ps(xs, acc[h]); /* x > acc ? x : acc */
         }
     }
     if (_mm256_movemask_ps(nan) != 0) return __builtin_nanf("");
@@ -232,7 +314,16 @@ float nsa_rowmax_avx2(const float *s, int64_t n, float scale) {
 float nsa_expsum_avx2(float *s, int64_t n, float scale, float m) {
     const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t c = 0; c < n; c += 16) {
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) { /* full vectors: plain loads and stores */
+        for (int h = 0; h < 2; h++) {
+            float *p = s + c + 8 * h;
+            const __m256 e = exp256(_mm256_sub_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(p)), vm));
+            _mm256_storeu_ps(p, e);
+            acc[h] = _mm256_add_ps(acc[h], e);
+        }
+    }
+    for (; c < n; c += 16) {
         for (int h = 0; h < 2; h++) {
             const __m256i io = lanes_below(n - c - 8 * h);
             float *p = s + c + 8 * h;
@@ -251,7 +342,9 @@ float nsa_expsum_avx2(float *s, int64_t n, float scale, float m) {
 
 void nsa_normround_avx2(float *x, int64_t n, float l, int rnd) {
     const __m256 vl = _mm256_set1_ps(l);
-    for (int64_t c = 0; c < n; c += 8) {
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) _mm256_storeu_ps(x + c, round16(_mm256_div_ps(_mm256_loadu_ps(x + c), vl), rnd));
+    if (c < n) {
         const __m256i io = lanes_below(n - c);
         const __m256 v = _mm256_div_ps(_mm256_maskload_ps(x + c, io), vl);
         _mm256_maskstore_ps(x + c, io, round16(v, rnd));

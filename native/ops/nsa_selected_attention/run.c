@@ -111,11 +111,19 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
             }
             sc.nvis[i] = nv;
             nmask += B - nv;
-            if (nv == 0) continue;
+        }
+        for (int64_t i = 0; i < C; i++) {
+            if (sc.nvis[i] == 0) continue;
+            /* prefetched meanwhile: the next visible block's K^T, after the last one the first V rows */
+            int64_t nx = i + 1;
+            while (nx < C && sc.nvis[nx] == 0) nx++;
+            const void *pf = nx < C ? (const void *)(x->kt + (n2 * sh->NB + gb[nx]) * D * Bp * es)
+                                    : (const void *)(x->vrows + (n2 * sh->T2 + (int64_t)gb[0] * B) * Dvp * es);
             const nsa_panel one = {sc.q32, x->kt + (n2 * sh->NB + gb[i]) * D * Bp * es};
             const nsa_gemm_args ga = {.m = G, .n = Bp, .k = D, .panels = &one, .npanels = 1, .a_sm = Dp,
                                       .a_sk = 1, .ldb = Bp, .btype = core->btype, .c = sc.S + i * G * Bp,
-                                      .ldc = Bp, .accumulate = 0};
+                                      .ldc = Bp, .accumulate = 0, .pf = pf,
+                                      .pf_bytes = nx < C ? D * Bp * es : B * Dvp * es};
             kn->gemm(&ga);
         }
         /* row max over all L columns (masked ones count as mv), exp and sum */

@@ -121,14 +121,23 @@ static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
         float *pi = x->P + e * G * Bp;
         float *di = x->dS + e * G * Bp;
         nsa_panel one = {x->q32 + h0 * Dp, x->kt + blk * sh->D * Bp * es};
+        /* prefetched meanwhile: this pair's dO rows (the dP GEMM's A), then the next pair's Q rows */
         nsa_gemm_args ga = {.m = G, .n = Bp, .k = sh->D, .panels = &one, .npanels = 1, .a_sm = Dp, .a_sk = 1,
-                            .ldb = Bp, .btype = core->btype, .c = pi, .ldc = Bp, .accumulate = 0};
+                            .ldb = Bp, .btype = core->btype, .c = pi, .ldc = Bp, .accumulate = 0,
+                            .pf = x->do32 + h0 * Dvp, .pf_bytes = G * Dvp * 4};
         kn->gemm(&ga);
         one.a = x->do32 + h0 * Dvp;
         one.b = x->vt + blk * sh->Dv * Bp * es;
         ga.k = sh->Dv;
         ga.a_sm = Dvp;
         ga.c = di;
+        ga.pf = NULL;
+        ga.pf_bytes = 0;
+        if (j + 1 < end) {
+            const int64_t en = x->ent[j + 1], itn = en / C;
+            ga.pf = x->q32 + ((itn / N2) * N1 + (itn % N2) * G) * Dp;
+            ga.pf_bytes = G * Dp * 4;
+        }
         kn->gemm(&ga);
         for (int64_t g = 0; g < G; g++) {
             kn->pgrad(pi + g * Bp, di + g * Bp, Bp, nvis, core->scale, x->mx[h0 + g], x->sm[h0 + g],
