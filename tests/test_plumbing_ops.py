@@ -353,6 +353,14 @@ def test_constant_pad_nd_errors(runtime):
             assert rc == code and text in msg, (p, rc, msg)
             if ia != ffi.NULL:
                 lib.aclDestroyIntArray(ia)
+        # a stride-0 self dim may be huge (a valid view of one element): its sum overflows
+        huge = pyaclnn.Tensor.__new__(pyaclnn.Tensor)
+        huge._init(t.buffer, False, (2 ** 62,), np.dtype(np.float32), (0,), 0, (1,), None)
+        ia = int_array([0, 2 ** 62])
+        rc, msg = status("ConstantPadNd", huge.handle, ia, v, o5.handle)
+        assert rc == 161002 and "overflows int64" in msg, msg
+        lib.aclDestroyIntArray(ia)
+        huge.close()
         # cropping a dim away entirely is allowed when nothing is padded
         ia = int_array([-3, 0])
         assert status("ConstantPadNd", t.handle, ia, v, o20.handle) == (0, "")
@@ -423,6 +431,11 @@ def test_cat_many_and_errors(runtime, stream):
         nul = lib.aclCreateTensorList(ffi.new("aclTensor *[]", [a.handle, ffi.NULL]), 2)
         rc, msg = status("Cat", nul, 1, o.handle)
         assert rc == 161001 and "tensors[1] must not be NULL" in msg
+        huge = pyaclnn.Tensor.__new__(pyaclnn.Tensor)
+        huge._init(a.buffer, False, (2 ** 62, 3), np.dtype(np.float32), (0, 1), 0, (6,), None)
+        hl = lib.aclCreateTensorList(ffi.new("aclTensor *[]", [huge.handle, huge.handle]), 2)
+        rc, msg = status("Cat", hl, 0, o.handle)
+        assert rc == 161002 and "sizes along dim 0 overflow int64" in msg, msg
         many = lib.aclCreateTensorList(ffi.new("aclTensor *[]", [a.handle] * 64), 64)
         rc, msg = status("Cat", many, 0, o.handle)
         assert rc == 161002 and "at most 63 tensors, got 64" in msg

@@ -112,7 +112,11 @@ static int check_out(const aclTensorList *tensors, int64_t dim, const aclTensor 
     for (uint64_t i = 0; i < tensors->size; i++) {
         const int k = kind_of(tensors->tensors[i]->dtype);
         kind = k > kind ? k : kind;
-        len += tensors->tensors[i]->dims[dim]; /* each within its storage: no overflow */
+        /* a stride-0 input dim may be huge: out's (a real extent) must hold the sum */
+        if (__builtin_add_overflow(len, tensors->tensors[i]->dims[dim], &len)) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": the tensors' sizes along dim %lld overflow int64",
+                           (long long)dim);
+        }
     }
     if (kind > kind_of(out->dtype)) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": the tensors' %s values cannot be cast to out dtype %s",

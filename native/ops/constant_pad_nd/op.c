@@ -66,12 +66,12 @@ static int check_shape(const aclTensor *self, const aclIntArray *pad, const aclT
         int64_t lo, hi;
         pads_of(pad, n, d, &lo, &hi);
         const int64_t s = self->dims[d];
-        /* |pads| are bounded so that the sums below cannot overflow */
-        if (lo < -s || hi < -s || lo > PA_MAX_STORAGE_BYTES || hi > PA_MAX_STORAGE_BYTES || s + lo + hi < 0) {
+        int64_t want; /* a stride-0 self dim may be huge: the sum is checked */
+        if (lo < -s || hi < -s || __builtin_add_overflow(s, lo, &want) || __builtin_add_overflow(want, hi, &want) ||
+            want < 0) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": self size %lld with pads %lld and %lld at dim %d gives "
-                           "a negative size", (long long)s, (long long)lo, (long long)hi, (int)d);
+                           "a negative size (or overflows int64)", (long long)s, (long long)lo, (long long)hi, (int)d);
         }
-        const int64_t want = s + lo + hi;
         if (out->dims[d] != want) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": out shape %s must be %lld at dim %d (self %s padded), "
                            "got %lld", pa_shape_str(out->dims, n, s1, sizeof s1), (long long)want, (int)d,
