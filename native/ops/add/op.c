@@ -15,16 +15,6 @@ static const pa_op_def adds_op = {"aclnnAdds", pa_ew_plan_run, adds_in, out_name
 static const pa_op_def iadd_op = {"aclnnInplaceAdd", pa_ew_plan_run, add_in, self_out};
 static const pa_op_def iadds_op = {"aclnnInplaceAdds", pa_ew_plan_run, adds_in, self_out};
 
-static int check_same_shape(const char *api, const aclTensor *out, const char *out_name, int32_t ndim,
-                            const int64_t *dims) {
-    bool same = out->ndim == ndim;
-    for (int32_t i = 0; same && i < ndim; i++) same = out->dims[i] == dims[i];
-    if (same) return ACLNN_SUCCESS;
-    char s1[160], s2[160];
-    return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s shape must be the broadcast shape %s, got %s", api, out_name,
-                   pa_shape_str(dims, ndim, s1, sizeof s1), pa_shape_str(out->dims, out->ndim, s2, sizeof s2));
-}
-
 static int check_alpha(const char *api, const aclScalar *alpha) {
     int rc = pa_ew_check_scalar(api, "alpha", alpha);
     if (rc == 0 && !pa_ew_dtype_ok(alpha->dtype)) {
@@ -45,7 +35,7 @@ static int add_tensor(const pa_op_def *op, const char *api, const aclTensor *sel
     int32_t nd = 0;
     int64_t dims[PA_MAX_DIMS], sa[PA_MAX_DIMS], sb[PA_MAX_DIMS];
     if (rc == 0) rc = pa_ew_broadcast_shape(api, self, "self", other, "other", &nd, dims);
-    if (rc == 0) rc = check_same_shape(api, out, out_nm, nd, dims);
+    if (rc == 0) rc = pa_ew_check_shape(api, out, out_nm, nd, dims);
     if (rc == 0) rc = pa_ew_broadcast(api, "self", self, nd, dims, out_nm, sa);
     if (rc == 0) rc = pa_ew_broadcast(api, "other", other, nd, dims, out_nm, sb);
     if (rc != ACLNN_SUCCESS) return rc;
@@ -70,7 +60,7 @@ static int add_scalar(const pa_op_def *op, const char *api, const aclTensor *sel
     }
     if (rc == 0) rc = check_alpha(api, alpha);
     if (rc == 0) rc = pa_ew_check_output(api, out_nm, out);
-    if (rc == 0) rc = check_same_shape(api, out, out_nm, self->ndim, self->dims);
+    if (rc == 0) rc = pa_ew_check_shape(api, out, out_nm, self->ndim, self->dims);
     int64_t sa[PA_MAX_DIMS];
     if (rc == 0) rc = pa_ew_broadcast(api, "self", self, out->ndim, out->dims, out_nm, sa);
     if (rc != ACLNN_SUCCESS) return rc;

@@ -123,16 +123,9 @@ static int check_out(const aclTensorList *tensors, int64_t dim, const aclTensor 
                        kind == 2 ? "floating-point" : "integer", pa_dtype_name(out->dtype));
     }
     const aclTensor *t0 = tensors->tensors[0];
-    bool same = out->ndim == t0->ndim;
-    for (int32_t j = 0; same && j < out->ndim; j++) same = out->dims[j] == (j == dim ? len : t0->dims[j]);
-    if (!same) {
-        int64_t want[PA_MAX_DIMS];
-        for (int32_t j = 0; j < t0->ndim; j++) want[j] = j == dim ? len : t0->dims[j];
-        char s1[160], s2[160];
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, WS_API ": out shape must be %s, got %s",
-                       pa_shape_str(want, t0->ndim, s1, sizeof s1), pa_shape_str(out->dims, out->ndim, s2, sizeof s2));
-    }
-    return ACLNN_SUCCESS;
+    int64_t want[PA_MAX_DIMS];
+    for (int32_t j = 0; j < t0->ndim; j++) want[j] = j == dim ? len : t0->dims[j];
+    return pa_ew_check_shape(WS_API, out, "out", t0->ndim, want);
 }
 
 PA_API aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
@@ -152,12 +145,9 @@ PA_API aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_
         plan.in[i] = pa_tview_of(tensors->tensors[i]);
         in_views[i] = offsetof(cat_plan, in) + (size_t)i * sizeof(pa_tview);
     }
-    const size_t out_views[1] = {offsetof(cat_plan, out)};
-    aclOpExecutor *ex = pa_executor_create(&cat_op, &plan, sizeof plan, 0, in_views, plan.n, out_views, 1);
-    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    /* the blob ends after the last tensor's view: launches copy only that */
+    const size_t size = offsetof(cat_plan, in) + (size_t)plan.n * sizeof(pa_tview);
+    return pa_ew_executor(&cat_op, &plan, size, in_views, plan.n, offsetof(cat_plan, out), workspaceSize, executor);
 }
 
 PA_API aclnnStatus aclnnCat(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

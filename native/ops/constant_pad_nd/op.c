@@ -130,13 +130,9 @@ PA_API aclnnStatus aclnnConstantPadNdGetWorkspaceSize(const aclTensor *self, con
         plan.out_skip += (lo > 0 ? lo : 0) * plan.out.strides[d];
         plan.self_skip += (lo < 0 ? -lo : 0) * plan.self.strides[d];
     }
-    const size_t in_views[1] = {offsetof(pad_plan, self)};
-    const size_t out_views[1] = {offsetof(pad_plan, out)};
-    aclOpExecutor *ex = pa_executor_create(&pad_op, &plan, sizeof plan, 0, in_views, 1, out_views, 1);
-    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    const size_t in_view = offsetof(pad_plan, self);
+    return pa_ew_executor(&pad_op, &plan, sizeof plan, &in_view, 1, offsetof(pad_plan, out), workspaceSize,
+                          executor);
 }
 
 PA_API aclnnStatus aclnnConstantPadNd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

@@ -160,18 +160,32 @@ void pa_ew_plan_views(pa_ew_plan *plan, const aclTensor *out, const aclTensor *a
     }
 }
 
+int pa_ew_check_shape(const char *api, const aclTensor *out, const char *out_name, int32_t ndim, const int64_t *dims) {
+    bool same = out->ndim == ndim;
+    for (int32_t i = 0; same && i < ndim; i++) same = out->dims[i] == dims[i];
+    if (same) return ACLNN_SUCCESS;
+    char s1[160], s2[160];
+    return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s shape must be %s, got %s", api, out_name,
+                   pa_shape_str(dims, ndim, s1, sizeof s1), pa_shape_str(out->dims, out->ndim, s2, sizeof s2));
+}
+
+int pa_ew_executor(const pa_op_def *op, const void *plan, size_t plan_size, const size_t *in_views, int n_in,
+                   size_t out_view, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    aclOpExecutor *ex = pa_executor_create(op, plan, plan_size, 0, in_views, n_in, &out_view, 1);
+    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR; /* message already set */
+    *workspaceSize = 0;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
 int pa_ew_make_executor(const pa_op_def *op, const pa_ew_plan *plan, uint64_t *workspaceSize,
                         aclOpExecutor **executor) {
     size_t in_views[2];
     int n_in = 0;
     if (plan->a.dtype != ACL_DT_UNDEFINED) in_views[n_in++] = offsetof(pa_ew_plan, a);
     if (plan->b.dtype != ACL_DT_UNDEFINED) in_views[n_in++] = offsetof(pa_ew_plan, b);
-    const size_t out_views[1] = {offsetof(pa_ew_plan, out)};
-    aclOpExecutor *ex = pa_executor_create(op, plan, sizeof *plan, 0, in_views, n_in, out_views, 1);
-    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR; /* message already set */
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    return pa_ew_executor(op, plan, sizeof *plan, in_views, n_in, offsetof(pa_ew_plan, out), workspaceSize,
+                          executor);
 }
 
 int pa_ew_plan_run(const void *plan, void *workspace, uint64_t workspace_size) {

@@ -43,6 +43,14 @@ bool pa_ew_scalar_is_float(const aclScalar *s);
 void pa_ew_plan_views(pa_ew_plan *plan, const aclTensor *out, const aclTensor *a, const int64_t *a_strides,
                       const aclTensor *b, const int64_t *b_strides);
 
+/* out's shape must be dims (161002 "<api>: <out_name> shape must be <dims>, got <shape>"). */
+int pa_ew_check_shape(const char *api, const aclTensor *out, const char *out_name, int32_t ndim, const int64_t *dims);
+
+/* Makes the executor of any plan blob of these ops (no workspace, one output
+ * view at out_view): sets *workspaceSize = 0 and *executor. */
+int pa_ew_executor(const pa_op_def *op, const void *plan, size_t plan_size, const size_t *in_views, int n_in,
+                   size_t out_view, uint64_t *workspaceSize, aclOpExecutor **executor);
+
 /* Makes the executor of an ew plan: `op` names the launch API; in_names /
  * out_names the views, in order a, b (those present), then out. */
 int pa_ew_make_executor(const pa_op_def *op, const pa_ew_plan *plan, uint64_t *workspaceSize,

@@ -15,16 +15,6 @@ static const pa_op_def igts_op = {"aclnnInplaceGtScalar", pa_ew_plan_run, self_i
 static const pa_op_def gtt_op = {"aclnnGtTensor", pa_ew_plan_run, two_in, out_name};
 static const pa_op_def igtt_op = {"aclnnInplaceGtTensor", pa_ew_plan_run, two_in, self_out};
 
-static int check_out_shape(const char *api, const aclTensor *out, const char *out_nm, int32_t nd,
-                           const int64_t *dims) {
-    bool same = out->ndim == nd;
-    for (int32_t i = 0; same && i < nd; i++) same = out->dims[i] == dims[i];
-    if (same) return ACLNN_SUCCESS;
-    char s1[160], s2[160];
-    return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s shape must be %s, got %s", api, out_nm,
-                   pa_shape_str(dims, nd, s1, sizeof s1), pa_shape_str(out->dims, out->ndim, s2, sizeof s2));
-}
-
 static int gt_scalar(const pa_op_def *op, const char *api, const aclTensor *self, const aclScalar *other,
                      aclTensor *out, const char *out_nm, uint64_t *workspaceSize, aclOpExecutor **executor) {
     int rc = PA_EW_REQUIRE(api, self, other, out, workspaceSize, executor);
@@ -34,7 +24,7 @@ static int gt_scalar(const pa_op_def *op, const char *api, const aclTensor *self
         rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: other dtype %s is not supported", api, pa_dtype_name(other->dtype));
     }
     if (rc == 0) rc = pa_ew_check_output(api, out_nm, out);
-    if (rc == 0) rc = check_out_shape(api, out, out_nm, self->ndim, self->dims);
+    if (rc == 0) rc = pa_ew_check_shape(api, out, out_nm, self->ndim, self->dims);
     int64_t sa[PA_MAX_DIMS];
     if (rc == 0) rc = pa_ew_broadcast(api, "self", self, out->ndim, out->dims, out_nm, sa);
     if (rc != ACLNN_SUCCESS) return rc;
@@ -56,7 +46,7 @@ static int gt_tensor(const pa_op_def *op, const char *api, const aclTensor *self
     int32_t nd = 0;
     int64_t dims[PA_MAX_DIMS], sa[PA_MAX_DIMS], sb[PA_MAX_DIMS];
     if (rc == 0) rc = pa_ew_broadcast_shape(api, self, "self", other, "other", &nd, dims);
-    if (rc == 0) rc = check_out_shape(api, out, out_nm, nd, dims);
+    if (rc == 0) rc = pa_ew_check_shape(api, out, out_nm, nd, dims);
     if (rc == 0) rc = pa_ew_broadcast(api, "self", self, nd, dims, out_nm, sa);
     if (rc == 0) rc = pa_ew_broadcast(api, "other", other, nd, dims, out_nm, sb);
     if (rc != ACLNN_SUCCESS) return rc;

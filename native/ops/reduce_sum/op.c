@@ -109,13 +109,9 @@ PA_API aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const a
         k++;
     }
     g->ndim = k;
-    const size_t in_views[1] = {offsetof(sum_plan, self)};
-    const size_t out_views[1] = {offsetof(sum_plan, out)};
-    aclOpExecutor *ex = pa_executor_create(&sum_op, &plan, sizeof plan, 0, in_views, 1, out_views, 1);
-    if (ex == NULL) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    const size_t in_view = offsetof(sum_plan, self);
+    return pa_ew_executor(&sum_op, &plan, sizeof plan, &in_view, 1, offsetof(sum_plan, out), workspaceSize,
+                          executor);
 }
 
 PA_API aclnnStatus aclnnReduceSum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
