@@ -22,14 +22,6 @@
 
 #include "pa_check.h"
 
-#define CHECK_OK(expr) CHECK_EQ((expr), 0)
-#define CHECK_ERR(expr, code, needle)                                                                     \
-    do {                                                                                                  \
-        CHECK_EQ((expr), (code));                                                                         \
-        const char *m_ = aclGetRecentErrMsg();                                                            \
-        CHECK(m_ != NULL && strstr(m_, (needle)) != NULL);                                                \
-    } while (0)
-
 /* CANN's internal runtime and profiler entry points (not AscendCL: no header). */
 int32_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize, void *smDesc,
                        void *stream);

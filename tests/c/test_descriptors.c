@@ -8,14 +8,6 @@
 
 #include "pa_check.h"
 
-#define CHECK_OK(expr) CHECK_EQ((expr), ACL_SUCCESS)
-#define CHECK_ERR(expr, code, needle)                                                                     \
-    do {                                                                                                  \
-        CHECK_EQ((expr), (code));                                                                         \
-        const char *m_ = aclGetRecentErrMsg();                                                            \
-        CHECK(m_ != NULL && strstr(m_, (needle)) != NULL);                                                \
-    } while (0)
-
 /* The deprecated getters are part of the API under test. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 

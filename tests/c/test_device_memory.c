@@ -30,21 +30,6 @@
 #endif
 
 #define MIB ((size_t)1 << 20)
-#define CHECK_OK(expr) CHECK_EQ((expr), ACL_SUCCESS)
-
-static int msg_has(const char *needle) {
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, needle) != NULL;
-}
-#define CHECK_ERR(expr, code, needle)                                                                     \
-    do {                                                                                                  \
-        CHECK_EQ((expr), (code));                                                                         \
-        if (!msg_has(needle)) {                                                                           \
-            fprintf(stderr, "%s:%d: message lacks \"%s\": %s\n", __FILE__, __LINE__, (needle),            \
-                    aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "(none)");                              \
-            exit(1);                                                                                      \
-        }                                                                                                 \
-    } while (0)
 
 static int classify(aclError rc) {
     switch (rc) {

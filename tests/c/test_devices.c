@@ -16,21 +16,6 @@
 #include "pa_check.h"
 
 #define NDEV 4
-#define CHECK_OK(expr) CHECK_EQ((expr), ACL_SUCCESS)
-
-static int msg_has(const char *needle) {
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, needle) != NULL;
-}
-#define CHECK_ERR(expr, code, needle)                                                                     \
-    do {                                                                                                  \
-        CHECK_EQ((expr), (code));                                                                         \
-        if (!msg_has(needle)) {                                                                           \
-            fprintf(stderr, "%s:%d: message lacks \"%s\": %s\n", __FILE__, __LINE__, (needle),            \
-                    aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "(none)");                              \
-            exit(1);                                                                                      \
-        }                                                                                                 \
-    } while (0)
 
 static int32_t current(void) {
     int32_t d = -1;

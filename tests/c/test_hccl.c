@@ -17,7 +17,6 @@
 
 #define N 4
 #define ROUNDS 3
-#define CHECK_OK(expr) CHECK_EQ((expr), 0)
 
 static HcclRootInfo g_root;
 

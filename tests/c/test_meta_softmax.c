@@ -21,21 +21,6 @@
 #include "pa_check.h"
 
 /* rc equals `code` and the recent message mentions `needle` */
-#define CHECK_ERR(expr, code, needle)                                                          \
-    do {                                                                                       \
-        int rc_ = (int)(expr);                                                                 \
-        CHECK_EQ(rc_, (code));                                                                 \
-        if (!msg_has(needle)) {                                                                \
-            fprintf(stderr, "%s:%d: message lacks \"%s\": %s\n", __FILE__, __LINE__, (needle), \
-                    aclGetRecentErrMsg());                                                     \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-
-static int msg_has(const char *needle) {
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, needle) != NULL;
-}
 
 static aclrtStream g_stream;
 

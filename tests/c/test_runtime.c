@@ -13,14 +13,6 @@
 
 #include "pa_check.h"
 
-#define CHECK_OK(expr) CHECK_EQ((expr), ACL_SUCCESS)
-
-/* The recent message mentions `needle`. */
-static int msg_has(const char *needle) {
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, needle) != NULL;
-}
-
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

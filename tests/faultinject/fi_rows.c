@@ -38,11 +38,6 @@ static long (*fi_calls)(const char *);
 
 #define GRAN ((size_t)2 << 20)
 
-static int msg_has(const char *s) {
-    const char *m = aclGetRecentErrMsg();
-    return m != NULL && strstr(m, s) != NULL;
-}
-
 /* Arms `func` to fail its `n`th call from now (only that one), runs `call`,
  * and checks the failure was injected and reported with `status` by `api`. */
 #define FAIL_NTH(func, n, status, api, call)                                                                     \
