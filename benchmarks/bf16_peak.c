@@ -35,39 +35,54 @@ typedef struct {
 } job;
 
 #if defined(__AVX512BF16__) && defined(__AVX512F__)
-#define KIND "avx512bf16 vdpbf16ps 12x64"
-/* one pass: C[12][64] += A[12][K] B[K][64] on bf16 pairs; returns FLOPs */
+#define KIND "avx512bf16 vdpbf16ps 12x32"
+/* one pass: C[12][32] += A[12][K] B[K][32] on bf16 pairs (24 zmm accumulators,
+ * 2 B vectors, one broadcast per row); returns FLOPs */
 static double pass_bf16(const uint16_t *a, const uint16_t *b, float *c) {
-    __m512 acc[12][4];
+    __m512 acc[12][2];
+#pragma GCC unroll 12
     for (int i = 0; i < 12; i++)
-        for (int v = 0; v < 4; v++) acc[i][v] = _mm512_loadu_ps(c + i * 64 + 16 * v);
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++) acc[i][v] = _mm512_loadu_ps(c + i * 32 + 16 * v);
     for (int j = 0; j < K / 2; j++) {
-        __m512i bv[4];
-        for (int v = 0; v < 4; v++) bv[v] = _mm512_loadu_si512((const void *)(b + (j * 64 + 16 * v) * 2));
+        __m512i bv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++) bv[v] = _mm512_loadu_si512((const void *)(b + (j * 32 + 16 * v) * 2));
+#pragma GCC unroll 12
         for (int i = 0; i < 12; i++) {
             int32_t pair;
             memcpy(&pair, a + (i * K + 2 * j), 4);
             const __m512i av = _mm512_set1_epi32(pair);
-            for (int v = 0; v < 4; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], (__m512bh)av, (__m512bh)bv[v]);
+#pragma GCC unroll 2
+            for (int v = 0; v < 2; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], (__m512bh)av, (__m512bh)bv[v]);
         }
     }
+#pragma GCC unroll 12
     for (int i = 0; i < 12; i++)
-        for (int v = 0; v < 4; v++) _mm512_storeu_ps(c + i * 64 + 16 * v, acc[i][v]);
-    return 2.0 * 12 * 64 * K;
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++) _mm512_storeu_ps(c + i * 32 + 16 * v, acc[i][v]);
+    return 2.0 * 12 * 32 * K;
 }
 static double pass_f32(const float *a, const float *b, float *c) {
     __m512 acc[6][4];
+    #pragma GCC unroll 6
     for (int i = 0; i < 6; i++)
+        #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) acc[i][v] = _mm512_loadu_ps(c + i * 64 + 16 * v);
     for (int k = 0; k < K; k++) {
         __m512 bv[4];
+        #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) bv[v] = _mm512_loadu_ps(b + k * 64 + 16 * v);
+        #pragma GCC unroll 6
         for (int i = 0; i < 6; i++) {
             const __m512 av = _mm512_set1_ps(a[i * K + k]);
+            #pragma GCC unroll 4
             for (int v = 0; v < 4; v++) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
         }
     }
+    #pragma GCC unroll 6
     for (int i = 0; i < 6; i++)
+        #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(c + i * 64 + 16 * v, acc[i][v]);
     return 2.0 * 6 * 64 * K;
 }
@@ -75,36 +90,46 @@ static double pass_f32(const float *a, const float *b, float *c) {
 #define KIND "avx2 fma, bf16 B widened 6x16"
 static double pass_bf16(const float *a, const uint16_t *b, float *c) {
     __m256 acc[6][2];
+    #pragma GCC unroll 6
     for (int i = 0; i < 6; i++)
+        #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) acc[i][v] = _mm256_loadu_ps(c + i * 16 + 8 * v);
     const __m256i z = _mm256_setzero_si256();
     for (int k = 0; k < K; k++) {
         const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(b + k * 16));
         const __m256 b0 = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, x));
         const __m256 b1 = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, x));
+        #pragma GCC unroll 6
         for (int i = 0; i < 6; i++) {
             const __m256 av = _mm256_broadcast_ss(a + i * K + k);
             acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
             acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
         }
     }
+    #pragma GCC unroll 6
     for (int i = 0; i < 6; i++)
+        #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(c + i * 16 + 8 * v, acc[i][v]);
     return 2.0 * 6 * 16 * K;
 }
 static double pass_f32(const float *a, const float *b, float *c) {
     __m256 acc[6][2];
+    #pragma GCC unroll 6
     for (int i = 0; i < 6; i++)
+        #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) acc[i][v] = _mm256_loadu_ps(c + i * 16 + 8 * v);
     for (int k = 0; k < K; k++) {
         const __m256 b0 = _mm256_loadu_ps(b + k * 16), b1 = _mm256_loadu_ps(b + k * 16 + 8);
+        #pragma GCC unroll 6
         for (int i = 0; i < 6; i++) {
             const __m256 av = _mm256_broadcast_ss(a + i * K + k);
             acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
             acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
         }
     }
+    #pragma GCC unroll 6
     for (int i = 0; i < 6; i++)
+        #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(c + i * 16 + 8 * v, acc[i][v]);
     return 2.0 * 6 * 16 * K;
 }

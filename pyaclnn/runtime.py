@@ -551,7 +551,7 @@ def runtime_info():
 
 
 def set_max_isa(tier):
-    """Cap the kernels' SIMD tier: "scalar", "avx2", "avx512", or None to reset."""
+    """Cap the kernels' SIMD tier: "scalar", "avx2", "avx512", "avx512bf16", or None to reset."""
     check(lib.pyaclnnSetMaxIsa(_cstr(tier)), "pyaclnnSetMaxIsa")
 
 

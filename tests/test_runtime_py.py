@@ -218,7 +218,7 @@ def test_runtime_info_and_knobs(runtime):
     info = pyaclnn.runtime_info()
     assert isinstance(info, dict) and info
     isa = pyaclnn.get_isa()
-    assert isa in ("scalar", "avx2", "avx512")
+    assert isa in ("scalar", "avx2", "avx512", "avx512bf16")
     n = pyaclnn.get_num_threads()
     try:
         pyaclnn.set_num_threads(2)

@@ -4,7 +4,7 @@ import numpy as np
 
 import pyaclnn
 
-ISA_TIERS = ("scalar", "avx2", "avx512")
+ISA_TIERS = ("scalar", "avx2", "avx512", "avx512bf16")
 
 
 def supported_tiers():

@@ -16,7 +16,7 @@ extern "C" {
  * same thread; NULL when host memory ran out. */
 ACL_FUNC_VISIBILITY const char *pyaclnnGetRuntimeInfo(void);
 
-/* Cap the SIMD tier used by kernels: "scalar" | "avx2" | "avx512".
+/* Cap the SIMD tier used by kernels: "scalar" | "avx2" | "avx512" | "avx512bf16".
  * NULL resets to the best tier detected on this CPU. Can only lower the
  * tier below what the CPU supports, never raise it. */
 ACL_FUNC_VISIBILITY aclError pyaclnnSetMaxIsa(const char *tier);
@@ -34,7 +34,7 @@ ACL_FUNC_VISIBILITY uint64_t pyaclnnCountMemRanges(int32_t kind, uint64_t *bytes
  * 4 aclFloatArray, 5 aclBoolArray, 6 aclTensorList, 7 aclScalarList, 8 aclopAttr; 0 all. */
 ACL_FUNC_VISIBILITY uint64_t pyaclnnCountHandles(int32_t kind);
 
-/* ISA tier currently in use ("scalar", "avx2" or "avx512"). */
+/* ISA tier currently in use ("scalar", "avx2", "avx512" or "avx512bf16"). */
 ACL_FUNC_VISIBILITY const char *pyaclnnGetIsa(void);
 
 #ifdef __cplusplus

@@ -17,12 +17,12 @@
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pa_isa g_detected = PA_ISA_SCALAR;
-static bool g_has_bf16;
 static pa_isa g_default_cap = PA_ISA_SCALAR; /* detected, capped by PYACLNN_MAX_ISA */
 static atomic_int g_active;
 
 const char *pa_isa_name(pa_isa isa) {
     switch (isa) {
+    case PA_ISA_AVX512BF16: return "avx512bf16";
     case PA_ISA_AVX512: return "avx512";
     case PA_ISA_AVX2: return "avx2";
     case PA_ISA_SCALAR: return "scalar";
@@ -36,6 +36,7 @@ bool pa_isa_parse(const char *s, pa_isa *out) {
     if (strcasecmp(s, "scalar") == 0) v = PA_ISA_SCALAR;
     else if (strcasecmp(s, "avx2") == 0) v = PA_ISA_AVX2;
     else if (strcasecmp(s, "avx512") == 0) v = PA_ISA_AVX512;
+    else if (strcasecmp(s, "avx512bf16") == 0) v = PA_ISA_AVX512BF16;
     else return false;
     if (out != NULL) *out = v;
     return true;
@@ -49,9 +50,8 @@ static uint64_t read_xcr0(void) {
     return ((uint64_t)hi << 32) | lo;
 }
 
-static void probe(pa_isa *isa, bool *bf16) {
+static void probe(pa_isa *isa) {
     *isa = PA_ISA_SCALAR;
-    *bf16 = false;
     unsigned a, b, c, d;
     unsigned max_leaf = __get_cpuid_max(0, NULL);
     if (max_leaf < 7) return;
@@ -70,25 +70,23 @@ static void probe(pa_isa *isa, bool *bf16) {
     if (!(ymm_ok && avx2 && fma && f16c)) return;
     *isa = PA_ISA_AVX2;
     if (!(zmm_ok && f && bw && vl && dq)) return;
-    *isa = PA_ISA_AVX512;
-    *bf16 = has_bf16;
+    *isa = has_bf16 ? PA_ISA_AVX512BF16 : PA_ISA_AVX512;
 }
 #else
-static void probe(pa_isa *isa, bool *bf16) {
-    *isa = PA_ISA_SCALAR;
-    *bf16 = false;
-}
+static void probe(pa_isa *isa) { *isa = PA_ISA_SCALAR; }
 #endif
 
 static void cpu_init(void) {
-    probe(&g_detected, &g_has_bf16);
+    probe(&g_detected);
     pa_isa cap = g_detected;
     const char *env = getenv("PYACLNN_MAX_ISA");
     if (env != NULL && env[0] != '\0') {
         pa_isa want;
         if (!pa_isa_parse(env, &want)) {
             fprintf(stderr,
-                    "pyaclnn: warning: ignoring PYACLNN_MAX_ISA=\"%s\" (expected scalar, avx2 or avx512)\n", env);
+                    "pyaclnn: warning: ignoring PYACLNN_MAX_ISA=\"%s\" (expected scalar, avx2, avx512 or "
+                    "avx512bf16)\n",
+                    env);
         } else if (want > g_detected) {
             fprintf(stderr, "pyaclnn: warning: PYACLNN_MAX_ISA=%s is above what this CPU supports; using %s\n", env,
                     pa_isa_name(g_detected));
@@ -112,7 +110,7 @@ pa_isa pa_cpu_isa(void) {
 
 bool pa_cpu_has_avx512bf16(void) {
     pthread_once(&g_once, cpu_init);
-    return g_has_bf16 && atomic_load(&g_active) == (int)PA_ISA_AVX512;
+    return atomic_load(&g_active) == (int)PA_ISA_AVX512BF16;
 }
 
 bool pa_cpu_set_cap(const char *tier) {

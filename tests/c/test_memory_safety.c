@@ -308,7 +308,7 @@ static void test_smsb_view_rules(void) {
 /* Row 5: size-1 dims with any stride (INT64_MAX, INT64_MIN) give the results
  * of the plain layout, bitwise, on every tier, for short and long rows. */
 static void test_smsb_size1_strides(void) {
-    const char *tiers[3] = {"scalar", "avx2", "avx512"};
+    const char *tiers[4] = {"scalar", "avx2", "avx512", "avx512bf16"};
     const int64_t S2s[2] = {4, 100};
     for (int si = 0; si < 2; si++) {
         const int64_t S2 = S2s[si], n = 6 * S2;
@@ -342,7 +342,7 @@ static void test_smsb_size1_strides(void) {
                 ref[r * S2 + j] = hm[j] ? 0.0f : (float)v;
             }
         }
-        for (int ti = 0; ti < 3; ti++) {
+        for (int ti = 0; ti < 4; ti++) {
             if (pyaclnnSetMaxIsa(tiers[ti]) != 0) continue; /* not on this CPU */
             float first[600];
             for (int layout = 0; layout < 2; layout++) {

@@ -640,7 +640,7 @@ static void test_nonfinite(void) {
 
 /* Every ISA tier and every thread count gives the same bits. */
 static void test_tiers_and_threads(void) {
-    const char *tiers[3] = {"scalar", "avx2", "avx512"};
+    const char *tiers[4] = {"scalar", "avx2", "avx512", "avx512bf16"};
     const aclDataType dts[3] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
     const int64_t d[4] = {2, 4, 37, 203};
     const int64_t md[4] = {2, 1, 37, 203};
@@ -659,7 +659,7 @@ static void test_tiers_and_threads(void) {
             const size_t bytes = (size_t)o.nstore * esize(dts[t]);
             void *first = malloc(bytes);
             CHECK(first != NULL);
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < 4; k++) {
                 CHECK_EQ(pyaclnnSetMaxIsa(tiers[k]), ACL_SUCCESS);
                 for (int nt = 1; nt <= 3; nt++) {
                     CHECK_EQ(pyaclnnSetNumThreads(nt), ACL_SUCCESS);
@@ -689,7 +689,7 @@ static void test_tiers_and_threads(void) {
 /* Outputs of 8 MB and more are written with non-temporal stores (with a head peel
  * when out is not 64-byte aligned): same bits as the scalar tier. */
 static void test_large_streaming(void) {
-    const char *tiers[3] = {"scalar", "avx2", "avx512"};
+    const char *tiers[4] = {"scalar", "avx2", "avx512", "avx512bf16"};
     const aclDataType dts[3] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
     for (int t = 0; t < 3; t++) {
         const int64_t d[4] = {1, dts[t] == ACL_FLOAT ? 2 : 4, 1024, 1030};
@@ -703,7 +703,7 @@ static void test_large_streaming(void) {
         const size_t bytes = (size_t)o.nstore * esize(dts[t]);
         void *first = malloc(bytes);
         CHECK(first != NULL);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             CHECK_EQ(pyaclnnSetMaxIsa(tiers[k]), ACL_SUCCESS);
             CHECK_EQ(aclrtMemset(o.dev, bytes, 0, bytes), ACL_SUCCESS);
             CHECK_EQ(run_op(&g, &y, &m, 1.25, &o), 0);

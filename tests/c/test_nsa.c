@@ -519,13 +519,13 @@ static void check_tiers_mode(const char *what, prob *p, int imode, int omode) {
     sizes(p, &nq, &nk, &nv);
     const aclDataType odt = p->odt;
     p->odt = ACL_FLOAT;
-    const char *tiers[] = {"scalar", "avx2", "avx512"};
+    const char *tiers[] = {"scalar", "avx2", "avx512", "avx512bf16"};
     result base;
     memset(&base, 0, sizeof base);
     int ran = 0;
     pyaclnnSetMaxIsa(NULL);
     int best = 0; /* best tier of this CPU */
-    for (int ti = 0; ti < 3; ti++) {
+    for (int ti = 0; ti < 4; ti++) {
         if (strcmp(pyaclnnGetIsa(), tiers[ti]) == 0) best = ti;
     }
     for (int ti = 0; ti <= best; ti++) {

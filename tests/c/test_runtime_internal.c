@@ -272,9 +272,9 @@ static void test_cpu(void) {
     for (int t = PA_ISA_SCALAR; t <= (int)det; t++) {
         CHECK(pa_cpu_set_cap(pa_isa_name((pa_isa)t)));
         CHECK_EQ(pa_cpu_isa(), t);
-        if (t != PA_ISA_AVX512) CHECK(!pa_cpu_has_avx512bf16());
+        CHECK_EQ(pa_cpu_has_avx512bf16(), t == PA_ISA_AVX512BF16);
     }
-    CHECK(pa_cpu_set_cap("avx512")); /* clamped (warning) if not supported */
+    CHECK(pa_cpu_set_cap("avx512bf16")); /* clamped (warning) if not supported */
     CHECK_EQ(pa_cpu_isa(), det);
     CHECK(pa_cpu_set_cap(NULL));
     CHECK_EQ(pa_cpu_isa(), det);

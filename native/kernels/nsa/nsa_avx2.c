@@ -1,23 +1,22 @@
 /* NSA selected attention, AVX2 + FMA + F16C tier (see nsa.h). Bitwise equal to
  * the scalar oracle: every operation below has its scalar twin there.
  *
- * GEMM: micro-kernels of MR (<= 6) rows x 16 columns of C in registers (12
+ * fp32 GEMM: micro-kernels of MR (<= 6) rows x 16 columns of C in registers (12
  * accumulators), one fused multiply-add chain per element. Per k, the 16 B
  * values of the row are loaded once and widened to two fp32 vectors (fp16:
  * vcvtph2ps; bf16: two unpacks with zero, hence the slot order of nsa_b_slot),
- * and each of the MR A elements is broadcast once. Panels are walked in chunks
- * of about NSA_KC k-rows so a column tile's B slice stays in L1 across the row
- * tiles; partial sums go back to C between chunks (exact). While a chunk runs,
- * the operands of the next chunk (or the caller's hint, nsa_gemm_args.pf) are
- * prefetched a few cache lines per micro-kernel call: the selected KV blocks and
- * token rows are gathered from all over L2/L3, and the micro-kernels would
- * otherwise wait on them. */
+ * and each of the MR A elements is broadcast once.
+ *
+ * bf16 dot GEMM: the same tiles; per pair, both halves of each 32-bit word are
+ * widened (the odd element is the word's high half, the even one shifted up)
+ * and multiplied in vdpbf16ps's order, odd then even, under MXCSR DAZ + FTZ.
+ * Tiles and prefetching: nsa_tiles.h. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "kernels/nsa/nsa.h"
+#include "kernels/nsa/nsa_tiles.h"
 
-#define NSA_INLINE static inline __attribute__((always_inline))
 #ifndef NSA_KC
 #define NSA_KC 128
 #endif
@@ -52,7 +51,7 @@ NSA_INLINE void mk_body(const int BT, const int MR, const nsa_panel *pan, int64_
         acc[i][1] = load ? _mm256_loadu_ps(c + (m0 + i) * ldc + n0 + 8) : _mm256_setzero_ps();
     }
     for (int64_t p = 0; p < np; p++) {
-        const float *a = pan[p].a + m0 * a_sm;
+        const float *a = (const float *)pan[p].a + m0 * a_sm;
         const void *b = pan[p].b;
         int64_t off = n0;
         for (int64_t k = 0; k < K; k++) {
@@ -100,41 +99,17 @@ static const mk_fn mk_table[3][2][6] = {
     {MK_ROW(rm, 2), MK_ROW(cm, 2)},
 };
 
-/* Memory regions to prefetch, walked a few lines at a time. */
-#define PF_MAX 16
-#ifndef NSA_PF_HINT
-#define NSA_PF_HINT _MM_HINT_T1 /* into L2: the current chunk keeps L1 */
-#endif
-typedef struct pf_walk {
-    const char *p[PF_MAX];
-    int64_t n[PF_MAX]; /* bytes */
-    int cnt, cur;
-    int64_t off;
-} pf_walk;
+typedef struct gemm_ctx {
+    const nsa_gemm_args *g;
+    const mk_fn *tab;
+} gemm_ctx;
 
-static void pf_add(pf_walk *w, const void *p, int64_t bytes) {
-    if (p != NULL && bytes > 0 && w->cnt < PF_MAX) {
-        w->p[w->cnt] = (const char *)p;
-        w->n[w->cnt] = bytes;
-        w->cnt++;
-    }
-}
-
-static int64_t pf_lines(const pf_walk *w) {
-    int64_t t = 0;
-    for (int i = 0; i < w->cnt; i++) t += (w->n[i] + 63) / 64;
-    return t;
-}
-
-NSA_INLINE void pf_step(pf_walk *w, int64_t lines) {
-    for (; lines > 0 && w->cur < w->cnt; lines--) {
-        _mm_prefetch(w->p[w->cur] + w->off, NSA_PF_HINT);
-        w->off += 64;
-        if (w->off >= w->n[w->cur]) {
-            w->cur++;
-            w->off = 0;
-        }
-    }
+static void gemm_tile(const void *ctx, const nsa_panel *pan, int64_t np, int64_t m0, int64_t n0, int64_t mr,
+                      int64_t nc, int load) {
+    (void)nc;
+    const gemm_ctx *x = ctx;
+    const nsa_gemm_args *g = x->g;
+    x->tab[mr - 1](pan, np, g->k, g->a_sm, g->a_sk, m0, n0, g->ldb, g->c, g->ldc, load);
 }
 
 void nsa_gemm_avx2(const nsa_gemm_args *g) {
@@ -144,36 +119,88 @@ void nsa_gemm_avx2(const nsa_gemm_args *g) {
         nsa_gemm_scalar(g);
         return;
     }
-    const mk_fn *tab = mk_table[g->btype][layout];
     const int64_t M = g->m, N = g->n, K = g->k;
     const int64_t es = g->btype == NSA_B_F32 ? 4 : 2;
-    const int64_t a_bytes = 4 * (layout == 0 ? (M - 1) * g->a_sm + K : (K - 1) * g->a_sk + M);
-    const int64_t b_bytes = es * ((K - 1) * g->ldb + N);
-    const int64_t calls = ((N + 15) / 16) * ((M + 5) / 6); /* micro-kernel calls per chunk */
-    int64_t pc = NSA_KC / K;
-    if (pc < 1) pc = 1;
-    for (int64_t p0 = 0; p0 < g->npanels; p0 += pc) {
-        const int64_t np = pc < g->npanels - p0 ? pc : g->npanels - p0;
-        const int load = g->accumulate || p0 > 0;
-        pf_walk w = {.cnt = 0};
-        if (p0 + np < g->npanels) {
-            const int64_t nn = pc < g->npanels - p0 - np ? pc : g->npanels - p0 - np;
-            for (int64_t q = p0 + np; q < p0 + np + nn; q++) {
-                pf_add(&w, g->panels[q].b, b_bytes);
-                pf_add(&w, g->panels[q].a, a_bytes);
+    const gemm_ctx x = {g, mk_table[g->btype][layout]};
+    const nsa_tiling t = {.m = M, .n = N, .panels = g->panels, .npanels = g->npanels, .k = K, .kc = NSA_KC,
+                          .mr = 6, .nr = 16,
+                          .a_bytes = 4 * (layout == 0 ? (M - 1) * g->a_sm + K : (K - 1) * g->a_sk + M),
+                          .b_bytes = es * ((K - 1) * g->ldb + N), .accumulate = g->accumulate, .pf = g->pf,
+                          .pf_bytes = g->pf_bytes};
+    nsa_tile_loop(&t, gemm_tile, &x);
+}
+
+/* ---- the bf16 dot GEMM, emulated: MR (<= 6) rows x 16 columns ---- */
+
+NSA_INLINE __m256 odd_half(__m256i w) { return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xffff0000u))); }
+NSA_INLINE __m256 even_half(__m256i w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
+
+NSA_INLINE void dmk_body(const int MR, const nsa_panel *pan, int64_t np, int64_t kp, int64_t lda, int64_t m0,
+                         int64_t n0, int64_t ldb, float *c, int64_t ldc, int load) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = load ? _mm256_loadu_ps(c + (m0 + i) * ldc + n0) : _mm256_setzero_ps();
+        acc[i][1] = load ? _mm256_loadu_ps(c + (m0 + i) * ldc + n0 + 8) : _mm256_setzero_ps();
+    }
+    for (int64_t p = 0; p < np; p++) {
+        const uint16_t *a = (const uint16_t *)pan[p].a + m0 * lda;
+        const uint32_t *b = (const uint32_t *)pan[p].b + n0;
+        for (int64_t j = 0; j < kp; j++) {
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
+            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 8));
+            const __m256 b0o = odd_half(w0), b0e = even_half(w0), b1o = odd_half(w1), b1e = even_half(w1);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                int32_t pair;
+                memcpy(&pair, a + i * lda + 2 * j, 4);
+                const __m256i aw = _mm256_set1_epi32(pair);
+                const __m256 ao = odd_half(aw), ae = even_half(aw);
+                acc[i][0] = _mm256_fmadd_ps(ae, b0e, _mm256_fmadd_ps(ao, b0o, acc[i][0]));
+                acc[i][1] = _mm256_fmadd_ps(ae, b1e, _mm256_fmadd_ps(ao, b1o, acc[i][1]));
             }
-        } else {
-            pf_add(&w, g->pf, g->pf_bytes);
-        }
-        const int64_t quota = (pf_lines(&w) + calls - 1) / calls;
-        for (int64_t n0 = 0; n0 < N; n0 += 16) {
-            for (int64_t m0 = 0; m0 < M; m0 += 6) {
-                const int mr = (int)(M - m0 < 6 ? M - m0 : 6);
-                pf_step(&w, quota);
-                tab[mr - 1](g->panels + p0, np, K, g->a_sm, g->a_sk, m0, n0, g->ldb, g->c, g->ldc, load);
-            }
+            b += ldb;
         }
     }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+        _mm256_storeu_ps(c + (m0 + i) * ldc + n0, acc[i][0]);
+        _mm256_storeu_ps(c + (m0 + i) * ldc + n0 + 8, acc[i][1]);
+    }
+}
+
+typedef void (*dmk_fn)(const nsa_panel *pan, int64_t np, int64_t kp, int64_t lda, int64_t m0, int64_t n0,
+                       int64_t ldb, float *c, int64_t ldc, int load);
+#define DMK_DEF(MR)                                                                                           \
+    static void dmk_##MR(const nsa_panel *pan, int64_t np, int64_t kp, int64_t lda, int64_t m0, int64_t n0,  \
+                         int64_t ldb, float *c, int64_t ldc, int load) {                                     \
+        dmk_body(MR, pan, np, kp, lda, m0, n0, ldb, c, ldc, load);                                            \
+    }
+DMK_DEF(1)
+DMK_DEF(2)
+DMK_DEF(3)
+DMK_DEF(4)
+DMK_DEF(5)
+DMK_DEF(6)
+static const dmk_fn dmk_table[6] = {dmk_1, dmk_2, dmk_3, dmk_4, dmk_5, dmk_6};
+
+static void dot_tile(const void *ctx, const nsa_panel *pan, int64_t np, int64_t m0, int64_t n0, int64_t mr,
+                     int64_t nc, int load) {
+    (void)nc;
+    const nsa_dot_args *g = ctx;
+    dmk_table[mr - 1](pan, np, g->kp, g->lda, m0, n0, g->ldb, g->c, g->ldc, load);
+}
+
+void nsa_dot_avx2(const nsa_dot_args *g) {
+    if (nsa_dot_front(g) < 0) return;
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | NSA_MXCSR_DAZ_FTZ);
+    const nsa_tiling t = {.m = g->m, .n = g->n, .panels = g->panels, .npanels = g->npanels, .k = g->kp,
+                          .kc = NSA_KC / 2, .mr = 6, .nr = 16, .a_bytes = 2 * ((g->m - 1) * g->lda + 2 * g->kp),
+                          .b_bytes = 4 * ((g->kp - 1) * g->ldb + g->n), .accumulate = g->accumulate, .pf = g->pf,
+                          .pf_bytes = g->pf_bytes};
+    nsa_tile_loop(&t, dot_tile, g);
+    _mm_setcsr(csr);
 }
 
 /* ---- the precision rule (nsa_round_scalar, 8 lanes) ---- */
@@ -349,4 +376,76 @@ void nsa_normround_avx2(float *x, int64_t n, float l, int rnd) {
         const __m256 v = _mm256_div_ps(_mm256_maskload_ps(x + c, io), vl);
         _mm256_maskstore_ps(x + c, io, round16(v, rnd));
     }
+}
+
+/* ---- bf16 outputs ---- */
+
+/* bf16 bits of 16 rounded values (lo: columns 0..7, hi: 8..15), in column order */
+NSA_INLINE __m256i bf16_pack(__m256 lo, __m256 hi) {
+    const __m256i w = _mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(lo), 16),
+                                          _mm256_srli_epi32(_mm256_castps_si256(hi), 16));
+    return _mm256_permute4x64_epi64(w, 0xD8);
+}
+
+/* words (bf16 of a, bf16 of b): a in the low half */
+NSA_INLINE __m256i bf16_pairs(__m256 a, __m256 b) {
+    return _mm256_or_si256(_mm256_srli_epi32(_mm256_castps_si256(a), 16),
+                           _mm256_and_si256(_mm256_castps_si256(b), _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+/* P and dS of one row, 8 columns from c (all inside the row), rounded to bf16;
+ * zeros at and beyond vis (vis <= 0: the whole vector) */
+NSA_INLINE void pgrad_bf16_8(const float *s, const float *dp, int64_t vis, __m256 vs, __m256 vm, __m256 vl,
+                             __m256 vd, __m256 *po, __m256 *dso) {
+    if (vis <= 0) {
+        *po = _mm256_setzero_ps();
+        *dso = _mm256_setzero_ps();
+        return;
+    }
+    const __m256 vmask = _mm256_castsi256_ps(lanes_below(vis));
+    const __m256 x = _mm256_sub_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(s)), vm);
+    const __m256 p = _mm256_div_ps(exp256(x), vl);
+    const __m256 ds = _mm256_mul_ps(p, _mm256_sub_ps(_mm256_loadu_ps(dp), vd));
+    *po = _mm256_and_ps(round16(p, NSA_ROUND_BF16), vmask);
+    *dso = _mm256_and_ps(round16(ds, NSA_ROUND_BF16), vmask);
+}
+
+void nsa_pgrad2_avx2(const nsa_pgrad2_args *g) {
+    const int64_t n = g->n;
+    int64_t vis[2];
+    __m256 vm[2], vl[2], vd[2];
+    const __m256 vs = _mm256_set1_ps(g->scale);
+    for (int r = 0; r < 2; r++) {
+        vis[r] = g->s[r] == NULL || g->l[r] == 0.0f ? 0 : (g->nvis > n ? n : g->nvis);
+        vm[r] = _mm256_set1_ps(g->m[r]);
+        vl[r] = _mm256_set1_ps(g->l[r]);
+        vd[r] = _mm256_set1_ps(g->dsum[r]);
+    }
+    for (int64_t c = 0; c < n; c += 16) {
+        __m256 p[2][2], ds[2][2]; /* [row][half] */
+        for (int r = 0; r < 2; r++) {
+            for (int h = 0; h < 2; h++) {
+                const int64_t c8 = c + 8 * h;
+                pgrad_bf16_8(g->s[r] + c8, g->dp[r] + c8, vis[r] - c8, vs, vm[r], vl[r], vd[r], &p[r][h],
+                             &ds[r][h]);
+            }
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(g->ds16[0] + c), bf16_pack(ds[0][0], ds[0][1]));
+        if (g->s[1] != NULL) _mm256_storeu_si256((__m256i *)(void *)(g->ds16[1] + c), bf16_pack(ds[1][0], ds[1][1]));
+        for (int h = 0; h < 2; h++) {
+            _mm256_storeu_si256((__m256i *)(void *)(g->p2 + c + 8 * h), bf16_pairs(p[0][h], p[1][h]));
+            _mm256_storeu_si256((__m256i *)(void *)(g->ds2 + c + 8 * h), bf16_pairs(ds[0][h], ds[1][h]));
+        }
+    }
+}
+
+void nsa_normbf16_avx2(const float *x, uint16_t *out, int64_t n, int64_t npad, float l) {
+    const __m256 vl = _mm256_set1_ps(l);
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const __m256 lo = round16(_mm256_div_ps(_mm256_loadu_ps(x + c), vl), NSA_ROUND_BF16);
+        const __m256 hi = round16(_mm256_div_ps(_mm256_loadu_ps(x + c + 8), vl), NSA_ROUND_BF16);
+        _mm256_storeu_si256((__m256i *)(void *)(out + c), bf16_pack(lo, hi));
+    }
+    nsa_normbf16_scalar(x + c, out + c, n - c, npad - c, l); /* the same operations */
 }

@@ -33,7 +33,7 @@ void nsa_gemm_scalar(const nsa_gemm_args *g) {
             for (int64_t n = 0; n < N; n++) crow[n] = 0.0f;
         }
         for (int64_t p = 0; p < g->npanels; p++) {
-            const float *a = g->panels[p].a + m * g->a_sm;
+            const float *a = (const float *)g->panels[p].a + m * g->a_sm;
             const void *b = g->panels[p].b;
             for (int64_t k = 0; k < K; k++) {
                 const float av = a[k * g->a_sk];
@@ -41,6 +41,46 @@ void nsa_gemm_scalar(const nsa_gemm_args *g) {
             }
         }
     }
+}
+
+static inline float bf16_at(const void *p, int64_t i) { return pa_bf16_to_f32(((const uint16_t *)p)[i]); }
+
+void nsa_dot_scalar(const nsa_dot_args *g) {
+    const int64_t M = g->m, N = g->n;
+    for (int64_t m = 0; m < M; m++) {
+        float *crow = g->c + m * g->ldc;
+        if (!g->accumulate) {
+            for (int64_t n = 0; n < N; n++) crow[n] = 0.0f;
+        }
+        for (int64_t p = 0; p < g->npanels; p++) {
+            const void *a = (const uint16_t *)g->panels[p].a + m * g->lda;
+            const void *b = g->panels[p].b;
+            for (int64_t j = 0; j < g->kp; j++) {
+                const float a0 = bf16_at(a, 2 * j), a1 = bf16_at(a, 2 * j + 1);
+                for (int64_t n = 0; n < N; n++) {
+                    const int64_t w = 2 * (j * g->ldb + n); /* the pair's first bf16 element */
+                    crow[n] = nsa_dot_fma(a1, bf16_at(b, w + 1), crow[n]);
+                    crow[n] = nsa_dot_fma(a0, bf16_at(b, w), crow[n]);
+                }
+            }
+        }
+    }
+}
+
+int nsa_dot_front(const nsa_dot_args *g) {
+    const int64_t M = g->m, N = g->n;
+    if (M <= 0 || N <= 0) return -1;
+    if (g->npanels <= 0 || g->kp <= 0) {
+        if (!g->accumulate) {
+            for (int64_t m = 0; m < M; m++) memset(g->c + m * g->ldc, 0, (size_t)N * sizeof(float));
+        }
+        return -1;
+    }
+    if (N % 16 != 0) { /* not produced by the drivers */
+        nsa_dot_scalar(g);
+        return -1;
+    }
+    return 0;
 }
 
 int nsa_gemm_front(const nsa_gemm_args *g) {
@@ -108,6 +148,24 @@ void nsa_pgrad_scalar(float *sp, float *dpds, int64_t n, int64_t nvis, float sca
     }
 }
 
+void nsa_pgrad2_scalar(const nsa_pgrad2_args *g) {
+    const int64_t n = g->n;
+    for (int64_t c = 0; c < n; c++) {
+        float pv[2] = {0.0f, 0.0f}, dv[2] = {0.0f, 0.0f};
+        for (int r = 0; r < 2; r++) {
+            if (g->s[r] == NULL || c >= g->nvis || g->l[r] == 0.0f) continue;
+            const float x = g->scale * g->s[r][c] - g->m[r];
+            const float p = exp_ref(x) / g->l[r];
+            pv[r] = nsa_round_inline(p, NSA_ROUND_BF16);
+            dv[r] = nsa_round_inline(p * (g->dp[r][c] - g->dsum[r]), NSA_ROUND_BF16);
+        }
+        g->ds16[0][c] = nsa_bf16_bits(dv[0]);
+        if (g->s[1] != NULL) g->ds16[1][c] = nsa_bf16_bits(dv[1]);
+        g->p2[c] = (uint32_t)nsa_bf16_bits(pv[0]) | (uint32_t)nsa_bf16_bits(pv[1]) << 16;
+        g->ds2[c] = (uint32_t)nsa_bf16_bits(dv[0]) | (uint32_t)nsa_bf16_bits(dv[1]) << 16;
+    }
+}
+
 float nsa_rowmax_scalar(const float *s, int64_t n, float scale) {
     float acc[16];
     for (int j = 0; j < 16; j++) acc[j] = -INFINITY;
@@ -140,4 +198,8 @@ float nsa_expsum_scalar(float *s, int64_t n, float scale, float m) {
 
 void nsa_normround_scalar(float *x, int64_t n, float l, int rnd) {
     for (int64_t c = 0; c < n; c++) x[c] = nsa_round_inline(x[c] / l, rnd);
+}
+
+void nsa_normbf16_scalar(const float *x, uint16_t *out, int64_t n, int64_t npad, float l) {
+    for (int64_t c = 0; c < npad; c++) out[c] = c < n ? nsa_bf16_bits(nsa_round_inline(x[c] / l, NSA_ROUND_BF16)) : 0;
 }
