@@ -9,6 +9,9 @@ leave to numpy:
 - every matrix product is a sequential chain over k (and over blocks / pairs in
   the kernel's order); with 16-bit operands every product is exact in float32, so
   ``acc + a*b`` in float32 is the kernel's fused multiply-add;
+- bf16 inputs: the chain of the bf16 dot GEMM (vdpbf16ps): k in pairs, the odd
+  element before the even one, results below FLT_MIN flushed to zero (the inputs
+  here are normal, so the DAZ half and the underflow boundary never matter);
 - exp is the kernels' polynomial (its fused multiply-adds emulated exactly);
 - the softmax sum runs over 16 lanes (lane = column mod 16) reduced in a fixed tree.
 Small problems only (Python loops over tokens).
@@ -88,6 +91,36 @@ def chain(a, b):
     return c
 
 
+TINY = np.float32(np.finfo(np.float32).tiny)
+
+
+def ftz(c):
+    """float32 results below FLT_MIN become zeros of their sign (x86 FTZ)."""
+    return np.where(np.abs(c) < TINY, np.copysign(np.float32(0), c), c).astype(np.float32)
+
+
+def pair_order(k):
+    """The k order of the bf16 dot GEMM: pairs (2j, 2j+1), the odd element first
+    (a missing odd element of the last pair adds nothing)."""
+    order = []
+    for j in range(0, k, 2):
+        order += ([j + 1] if j + 1 < k else []) + [j]
+    return order
+
+
+def chain_dot(a, b):
+    """C = A B as the bf16 dot GEMM's chain: a [..., M, K], b [..., K, N]."""
+    c = np.zeros(a.shape[:-1] + b.shape[-1:], np.float32)
+    for k in pair_order(a.shape[-1]):
+        c = ftz(c + a[..., k:k + 1] * b[..., k:k + 1, :])
+    return c
+
+
+def chain_for(dt):
+    """The product chain of the NPU precision for input dtype dt."""
+    return chain_dot if np.dtype(dt).name == "bfloat16" else chain
+
+
 def rnd(x, dt):
     return R.round_half(x, dt, "away")
 
@@ -111,6 +144,7 @@ def forward(query, key, value, topk, **kw):
     B, C = kw["selected_block_size"], kw["selected_block_count"]
     sc = F32(kw["scale_value"])
     causal = kw.get("sparse_mode", 0) == 2 and kw.get("atten_mask") is not None
+    mm = chain_for(dt)
     J, vis = _index(q, k, topk, kw, causal)
     mv = F32(-FLT_MAX) * sc
     heads = np.arange(N2)[:, None, None]
@@ -123,7 +157,7 @@ def forward(query, key, value, topk, **kw):
             kj, vj = k[J[t], heads], v[J[t], heads]                          # [N2, C, B, D|Dv]
             vt = vis[t]                                                      # [N2, C, B]
             nvis = vt.sum(-1)                                                # [N2, C]
-            x = chain(qg, kj.transpose(0, 1, 3, 2)) * sc                     # [N2, C, G, B]
+            x = mm(qg, kj.transpose(0, 1, 3, 2)) * sc                     # [N2, C, G, B]
             vm = vt[:, :, None, :]
             m = np.where(vm, x, -np.inf).max(axis=(1, 3)).astype(np.float32)  # [N2, G]
             m = np.where(np.isnan(np.where(vm, x, 0)).any(axis=(1, 3)), np.nan, m).astype(np.float32)
@@ -139,7 +173,7 @@ def forward(query, key, value, topk, **kw):
             P = np.where(vm, e, w[:, None, :, None]).astype(np.float32)
             keep = (nvis > 0) | dense[:, None]
             P = np.where(keep[:, :, None, None], rnd(P / l[:, None, :, None], dt), 0).astype(np.float32)
-            o = chain(P.transpose(0, 2, 1, 3).reshape(N2, G, C * B), vj.reshape(N2, C * B, Dv))
+            o = mm(P.transpose(0, 2, 1, 3).reshape(N2, G, C * B), vj.reshape(N2, C * B, Dv))
             out[t] = R._cast_out(o.reshape(N1, Dv), dt, "even")
             smax[t] = m.reshape(N1, 1)
             ssum[t] = l.reshape(N1, 1)

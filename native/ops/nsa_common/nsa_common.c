@@ -327,6 +327,8 @@ bool nsa_shape_finish(nsa_shape *sh) {
     sh->Dp = nsa_round16(sh->D);
     sh->Dvp = nsa_round16(sh->Dv);
     sh->NB = sh->T2 / sh->B;
+    sh->Gp = sh->G + (sh->G & 1);
+    sh->Bh = (sh->B + 1) / 2;
     return sh->NB <= INT32_MAX; /* global block ids are int32 */
 }
 
@@ -345,6 +347,7 @@ int nsa_core_init(const char *api, nsa_core *c, const nsa_shape *sh, double scal
              : c->btype == NSA_B_F16   ? NSA_ROUND_F16
              : c->btype == NSA_B_BF16  ? NSA_ROUND_BF16
                                        : NSA_ROUND_NONE;
+    c->dot = c->btype == NSA_B_BF16 && mode == NSA_PRECISION_NPU;
     c->kern = nsa_kernels_select(pa_cpu_isa());
     return ACLNN_SUCCESS;
 }
@@ -531,6 +534,18 @@ void nsa_store_b(void *dst, int btype, const float *src, int64_t n, int64_t npad
     }
 }
 
+void nsa_read_row_bf16(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, int64_t npad, uint16_t *dst) {
+    const int64_t off = v->offset + i0 * v->strides[0] + i1 * v->strides[1];
+    const int64_t st = v->strides[2];
+    const char *base = (const char *)v->base + off * 2;
+    if (st == 1) {
+        memcpy(dst, base, (size_t)n * 2);
+    } else {
+        for (int64_t j = 0; j < n; j++) memcpy(dst + j, base + j * st * 2, 2);
+    }
+    for (int64_t j = n; j < npad; j++) dst[j] = 0;
+}
+
 int nsa_index_topk(const char *api, const pa_tview *tv, const int64_t *seq_q, const int64_t *seq_kv,
                    int64_t nbatch, int64_t N2, int64_t C, int64_t B, int64_t *tok, int32_t *gblk) {
     const char *base = (const char *)tv->base;
@@ -575,12 +590,42 @@ static void store_transposed(char *dst, int btype, int64_t esize, const float *s
     }
 }
 
+/* bf16 pairs of a block's rows rows[r][0..W) (r < B, zeros beyond):
+ * along the row, transposed:  dst[j*Bp + r] = (rows[r][2j], rows[r][2j+1]), j < W/2
+ * across rows:                dst[j*W + d]  = (rows[2j][d], rows[2j+1][d]), j < Bh */
+static void store_pairs_t(uint32_t *dst, const uint16_t *rows, int64_t W, int64_t B, int64_t Bp) {
+    for (int64_t j = 0; j < W / 2; j++) {
+        for (int64_t r = 0; r < Bp; r++) {
+            dst[j * Bp + r] = r < B ? (uint32_t)rows[r * W + 2 * j] | (uint32_t)rows[r * W + 2 * j + 1] << 16 : 0;
+        }
+    }
+}
+static void store_pairs_rows(uint32_t *dst, const uint16_t *rows, int64_t W, int64_t B, int64_t Bh) {
+    for (int64_t j = 0; j < Bh; j++) {
+        const uint16_t *r0 = rows + 2 * j * W, *r1 = 2 * j + 1 < B ? r0 + W : NULL;
+        for (int64_t d = 0; d < W; d++) dst[j * W + d] = (uint32_t)r0[d] | (r1 != NULL ? (uint32_t)r1[d] << 16 : 0);
+    }
+}
+
+/* scratch: fp32 B*(Dp + Dv) + max(D, Dv)*Bp, or bf16 B*(Dp + Dvp) for the dot layouts */
 static void pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
     const nsa_shape *sh = &pk->core->sh;
     const int bt = pk->core->btype;
     const int64_t es = pk->core->esize;
     const int64_t B = sh->B, Bp = sh->Bp, D = sh->D, Dv = sh->Dv, Dp = sh->Dp, Dvp = sh->Dvp;
     const int64_t n2 = it / sh->NB, kb = it % sh->NB;
+    if (pk->core->dot) {
+        uint16_t *k = (uint16_t *)(void *)scratch, *v = k + B * Dp;
+        for (int64_t r = 0; r < B; r++) {
+            nsa_read_row_bf16(pk->k, kb * B + r, n2, D, Dp, k + r * Dp);
+            nsa_read_row_bf16(pk->v, kb * B + r, n2, Dv, Dvp, v + r * Dvp);
+        }
+        if (pk->kt2 != NULL) store_pairs_t(pk->kt2 + it * (Dp / 2) * Bp, k, Dp, B, Bp);
+        if (pk->vt2 != NULL) store_pairs_t(pk->vt2 + it * (Dvp / 2) * Bp, v, Dvp, B, Bp);
+        if (pk->ki2 != NULL) store_pairs_rows(pk->ki2 + it * sh->Bh * Dp, k, Dp, B, sh->Bh);
+        if (pk->vi2 != NULL) store_pairs_rows(pk->vi2 + it * sh->Bh * Dvp, v, Dvp, B, sh->Bh);
+        return;
+    }
     float *k = scratch, *vrow = scratch + B * Dp, *col = vrow + B * Dv;
     for (int64_t r = 0; r < B; r++) {
         const int64_t row = n2 * sh->T2 + kb * B + r;
@@ -589,7 +634,7 @@ static void pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
         if (pk->krows != NULL) nsa_store_b(pk->krows + row * Dp * es, bt, k + r * Dp, D, Dp);
         if (pk->vrows != NULL) nsa_store_b(pk->vrows + row * Dvp * es, bt, vrow + r * Dv, Dv, Dvp);
     }
-    store_transposed(pk->kt + it * D * Bp * es, bt, es, k, Dp, D, B, Bp, col);
+    if (pk->kt != NULL) store_transposed(pk->kt + it * D * Bp * es, bt, es, k, Dp, D, B, Bp, col);
     if (pk->vt != NULL) store_transposed(pk->vt + it * Dv * Bp * es, bt, es, vrow, Dv, Dv, B, Bp, col);
 }
 

@@ -13,10 +13,11 @@
 /* ---- shape, precision, plan core ---- */
 
 /* The problem after validation. G = N1/N2; Bp, Dp, Dvp: B, D, Dv rounded up
- * to 16; NB = T2/B (KV blocks over all batches). */
+ * to 16; NB = T2/B (KV blocks over all batches); Gp, Bh: G rounded up to even,
+ * the pairs of a key block (B/2 rounded up): the bf16 dot GEMM's k-pairs. */
 typedef struct nsa_shape {
     int64_t T1, T2, N1, N2, G, D, Dv, B, C, nbatch;
-    int64_t Bp, Dp, Dvp, NB;
+    int64_t Bp, Dp, Dvp, NB, Gp, Bh;
 } nsa_shape;
 
 /* PYACLNN_NSA_PRECISION, read at each GetWorkspaceSize (so fixed for an executor):
@@ -34,6 +35,7 @@ typedef struct nsa_core {
     int32_t rnd;           /* the precision rule for P and dS: nsa_round (NONE: high, or fp32 inputs) */
     int32_t btype;         /* storage of the packed input copies (the GEMMs' B operands): nsa_btype */
     int32_t esize;         /* bytes per element of btype */
+    int32_t dot;           /* bf16 inputs at the NPU's precision: every product on the bf16 dot GEMM */
     nsa_kernels kern;
     size_t seq_q_off, seq_kv_off; /* byte offsets of the cumulative lengths in the blob */
 } nsa_core;
@@ -149,6 +151,8 @@ void nsa_write_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, const f
 /* dst (btype) = the n values of src in slot order (nsa_b_slot), zeros up to npad
  * (a multiple of 16); the values must be exact in btype. */
 void nsa_store_b(void *dst, int btype, const float *src, int64_t n, int64_t npad);
+/* dst[j] = bf16 bits of v[i0, i1, j] (a bf16 view), j < n; zeros up to npad */
+void nsa_read_row_bf16(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, int64_t npad, uint16_t *dst);
 
 /* Checks topk against every batch's KV length (first bad value in (t, n2, i)
  * order: 361001 after pa_fail) and fills tok[2t] = batch-local position s,
@@ -157,15 +161,21 @@ void nsa_store_b(void *dst, int btype, const float *src, int64_t n, int64_t npad
 int nsa_index_topk(const char *api, const pa_tview *topk, const int64_t *seq_q, const int64_t *seq_kv,
                    int64_t nbatch, int64_t N2, int64_t C, int64_t B, int64_t *tok, int32_t *gblk);
 
-/* K/V packing of one (n2, key block) into B operands of the core's btype
- * (element size esize; row order by nsa_store_b). */
+/* K/V packing of every (n2, key block) into B operands; NULL: not wanted.
+ * fp32 GEMM, the core's btype (element size esize; row order by nsa_store_b):
+ *   krows  K rows [N2][T2][Dp]            kt  K^T blocks [N2*NB][D][Bp]
+ *   vrows  V rows [N2][T2][Dvp]           vt  V^T blocks [N2*NB][Dv][Bp]
+ * bf16 dot GEMM (core->dot), 32-bit words = bf16 pairs:
+ *   kt2    [N2*NB][Dp/2][Bp]   (K[key][2j], K[key][2j+1]) at [j][key]   (S = Q K^T)
+ *   vt2    [N2*NB][Dvp/2][Bp]  the same for V                           (dP = dO V^T)
+ *   ki2    [N2*NB][Bh][Dp]     (K[2j][d], K[2j+1][d]) at [j][d]          (dq = dS K)
+ *   vi2    [N2*NB][Bh][Dvp]    the same for V                           (O = P V)
+ * Keys and dims beyond the block / D / Dv are zeros. */
 typedef struct nsa_kv_pack {
     const pa_tview *k, *v;
     const nsa_core *core;
-    char *krows;   /* K rows [N2][T2][Dp], or NULL */
-    char *kt;      /* K^T blocks [N2*NB][D][Bp] */
-    char *vt;      /* V^T blocks [N2*NB][Dv][Bp], or NULL */
-    char *vrows;   /* V rows [N2][T2][Dvp], or NULL */
+    char *krows, *kt, *vt, *vrows;
+    uint32_t *kt2, *vt2, *ki2, *vi2;
 } nsa_kv_pack;
 /* Packs every (n2, key block) in parallel; false if kernel scratch ran out. */
 bool nsa_pack_kv(const nsa_kv_pack *pk);

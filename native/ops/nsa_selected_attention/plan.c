@@ -11,9 +11,13 @@
 bool nsa_sa_layout(nsa_sa_plan *p) {
     const nsa_shape *sh = &p->core.sh;
     const int64_t es = p->core.esize;
-    int64_t gn, ktn, vn, nbp;
-    if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) ||
-        !nsa_mul3(sh->N2, nbp, sh->D, &ktn) || !nsa_mul3(sh->N2, sh->T2, sh->Dvp, &vn)) {
+    /* K^T blocks and V rows: [N2*NB][D][Bp] / [N2][T2][Dvp] in the input dtype, or
+     * for the bf16 dot GEMM [N2*NB][Dp/2][Bp] / [N2*NB][Bh][Dvp] pairs (nsa_kv_pack) */
+    const int dot = p->core.dot;
+    int64_t gn, ktn, vn, nbp, nbh;
+    if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !pa_mul_ok(sh->NB, 2 * sh->Bh, &nbh) ||
+        !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) || !nsa_mul3(sh->N2, nbp, dot ? sh->Dp : sh->D, &ktn) ||
+        !nsa_mul3(sh->N2, dot ? nbh : sh->T2, sh->Dvp, &vn)) {
         return false;
     }
     uint64_t off = 0;

@@ -3,11 +3,13 @@
  *  1. check topkIndices (sequential, before any output is written), fill the
  *     per-token info and the global block id of every selection;
  *  2. pack K^T per key block and the V rows in the input dtype (the GEMMs' B
- *     operands), as the grad does;
+ *     operands), as the grad does (bf16 at the npu precision: as bf16 pairs for
+ *     the dot GEMM);
  *  3. parallel over (token, n2): S = Q K^T per selected block that is not
  *     wholly masked (G x Bp), row max and exp-sum in fp32, then O = P V with
  *     P = exp(S - m) / l rounded to the input dtype (npu precision) or
  *     O = exp(S - m) V / l (high), rounded once; stats written as 8 lanes.
+ *     bf16 at the npu precision: Q and P as bf16, both products on the dot GEMM.
  * Every output element is written by exactly one item and every sum has a
  * fixed order, so results do not depend on the thread count. */
 #include <float.h>
@@ -34,7 +36,7 @@ typedef struct nsa_fctx {
     const nsa_sa_plan *p;
     int64_t *tok; /* [T1][2]: local position s, first global KV block of the batch */
     int32_t *gblk;
-    char *kt, *vrows; /* B operands in the core's btype */
+    char *kt, *vrows; /* B operands in the core's btype (dot: kt2, vi2 pairs) */
     atomic_int oom;
 } nsa_fctx;
 
@@ -43,7 +45,8 @@ static size_t align64(size_t n) { return (n + 63u) & ~(size_t)63u; }
 /* Per-thread scratch of one (token, n2) item. */
 typedef struct item_scratch {
     float *S;        /* [C][G][Bp]: scores, then P */
-    float *q32;      /* [G][Dp] */
+    float *q32;      /* [G][Dp] (dot: bf16) */
+    uint16_t *p16;   /* dot: P as bf16 [C][G][Bp] */
     float *acc;      /* [G][Dvp] */
     nsa_panel *pan;  /* [C] */
     int64_t *nvis;   /* [C] */
@@ -60,6 +63,7 @@ static size_t scratch_bytes(const nsa_shape *sh, item_scratch *sc, char *base) {
     } while (0)
     TAKE(S, float, C * G * (size_t)sh->Bp);
     TAKE(q32, float, G * (size_t)sh->Dp);
+    TAKE(p16, uint16_t, C * G * (size_t)sh->Bp);
     TAKE(acc, float, G * (size_t)sh->Dvp);
     TAKE(pan, nsa_panel, C);
     TAKE(nvis, int64_t, C);
@@ -81,6 +85,7 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
     const nsa_shape *sh = &core->sh;
     const int64_t G = sh->G, C = sh->C, B = sh->B, Bp = sh->Bp, D = sh->D, Dp = sh->Dp, Dvp = sh->Dvp, N2 = sh->N2;
     const int64_t es = core->esize;
+    const int64_t Dk = core->dot ? Dp : D; /* K^T rows per block */
     const int npu = core->precision == NSA_PRECISION_NPU;
     item_scratch sc;
     char *base = pa_thread_scratch(scratch_bytes(sh, &sc, NULL));
@@ -97,6 +102,10 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
         const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
         const int32_t *gb = x->gblk + (t * N2 + n2) * C;
         for (int64_t g = 0; g < G; g++) {
+            if (core->dot) {
+                nsa_read_row_bf16(&p->q, t, n2 * G + g, D, Dp, (uint16_t *)(void *)sc.q32 + g * Dp);
+                continue;
+            }
             float *q = sc.q32 + g * Dp;
             nsa_read_row(&p->q, t, n2 * G + g, D, q);
             for (int64_t d = D; d < Dp; d++) q[d] = 0.0f;
@@ -117,14 +126,21 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
             /* prefetched meanwhile: the next visible block's K^T, after the last one the first V rows */
             int64_t nx = i + 1;
             while (nx < C && sc.nvis[nx] == 0) nx++;
-            const void *pf = nx < C ? (const void *)(x->kt + (n2 * sh->NB + gb[nx]) * D * Bp * es)
-                                    : (const void *)(x->vrows + (n2 * sh->T2 + (int64_t)gb[0] * B) * Dvp * es);
-            const nsa_panel one = {sc.q32, x->kt + (n2 * sh->NB + gb[i]) * D * Bp * es};
-            const nsa_gemm_args ga = {.m = G, .n = Bp, .k = D, .panels = &one, .npanels = 1, .a_sm = Dp,
-                                      .a_sk = 1, .ldb = Bp, .btype = core->btype, .c = sc.S + i * G * Bp,
-                                      .ldc = Bp, .accumulate = 0, .pf = pf,
-                                      .pf_bytes = nx < C ? D * Bp * es : B * Dvp * es};
-            kn->gemm(&ga);
+            const void *pf = nx < C ? (const void *)(x->kt + (n2 * sh->NB + gb[nx]) * Dk * Bp * es)
+                                    : (const void *)(x->vrows + (n2 * sh->NB + gb[0]) * B * Dvp * es);
+            const int64_t pf_bytes = nx < C ? Dk * Bp * es : B * Dvp * es;
+            const nsa_panel one = {sc.q32, x->kt + (n2 * sh->NB + gb[i]) * Dk * Bp * es};
+            if (core->dot) {
+                const nsa_dot_args ga = {.m = G, .n = Bp, .kp = Dp / 2, .panels = &one, .npanels = 1, .lda = Dp,
+                                         .ldb = Bp, .c = sc.S + i * G * Bp, .ldc = Bp, .accumulate = 0, .pf = pf,
+                                         .pf_bytes = pf_bytes};
+                kn->dot(&ga);
+            } else {
+                const nsa_gemm_args ga = {.m = G, .n = Bp, .k = D, .panels = &one, .npanels = 1, .a_sm = Dp,
+                                          .a_sk = 1, .ldb = Bp, .btype = core->btype, .c = sc.S + i * G * Bp,
+                                          .ldc = Bp, .accumulate = 0, .pf = pf, .pf_bytes = pf_bytes};
+                kn->gemm(&ga);
+            }
         }
         /* row max over all L columns (masked ones count as mv), exp and sum */
         int dense = 0; /* masked keys carry weight: keep every block */
@@ -163,17 +179,32 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
                 if (!dense) continue;
                 for (int64_t g = 0; g < G; g++) fill(sc.S + (i * G + g) * Bp, B, sc.w[g]);
             }
-            if (npu) {
-                for (int64_t g = 0; g < G; g++) kn->normround(sc.S + (i * G + g) * Bp, B, sc.l[g], core->rnd);
+            if (core->dot) {
+                for (int64_t g = 0; g < G; g++) {
+                    kn->normbf16(sc.S + (i * G + g) * Bp, sc.p16 + (i * G + g) * Bp, B, 2 * sh->Bh, sc.l[g]);
+                }
+                sc.pan[np].a = sc.p16 + i * G * Bp;
+            } else {
+                if (npu) {
+                    for (int64_t g = 0; g < G; g++) kn->normround(sc.S + (i * G + g) * Bp, B, sc.l[g], core->rnd);
+                }
+                sc.pan[np].a = sc.S + i * G * Bp;
             }
-            sc.pan[np].a = sc.S + i * G * Bp;
-            sc.pan[np].b = x->vrows + (n2 * sh->T2 + (int64_t)gb[i] * B) * Dvp * es;
+            /* V rows of the block (fma: [N2][T2][Dvp]; dot: [N2*NB][Bh][Dvp] pairs, the same bytes for even B) */
+            sc.pan[np].b = x->vrows + (core->dot ? (n2 * sh->NB + gb[i]) * sh->Bh * Dvp * 4
+                                                 : (n2 * sh->T2 + (int64_t)gb[i] * B) * Dvp * es);
             np++;
         }
-        const nsa_gemm_args gv = {.m = G, .n = Dvp, .k = B, .panels = sc.pan, .npanels = np, .a_sm = Bp,
-                                  .a_sk = 1, .ldb = Dvp, .btype = core->btype, .c = sc.acc, .ldc = Dvp,
-                                  .accumulate = 0};
-        kn->gemm(&gv);
+        if (core->dot) {
+            const nsa_dot_args gv = {.m = G, .n = Dvp, .kp = sh->Bh, .panels = sc.pan, .npanels = np, .lda = Bp,
+                                     .ldb = Dvp, .c = sc.acc, .ldc = Dvp, .accumulate = 0};
+            kn->dot(&gv);
+        } else {
+            const nsa_gemm_args gv = {.m = G, .n = Dvp, .k = B, .panels = sc.pan, .npanels = np, .a_sm = Bp,
+                                      .a_sk = 1, .ldb = Dvp, .btype = core->btype, .c = sc.acc, .ldc = Dvp,
+                                      .accumulate = 0};
+            kn->gemm(&gv);
+        }
         for (int64_t g = 0; g < G; g++) {
             float *o = sc.acc + g * Dvp;
             const float l = sc.l[g];
@@ -210,8 +241,14 @@ int nsa_sa_run(const void *plan, void *workspace, uint64_t workspace_size) {
     x.kt = ws + p->off_kt;
     x.vrows = ws + p->off_vrows;
 
-    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .krows = NULL, .kt = x.kt, .vt = NULL,
-                            .vrows = x.vrows};
+    nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core};
+    if (p->core.dot) {
+        pk.kt2 = (uint32_t *)(void *)x.kt;
+        pk.vi2 = (uint32_t *)(void *)x.vrows;
+    } else {
+        pk.kt = x.kt;
+        pk.vrows = x.vrows;
+    }
     if (!nsa_pack_kv(&pk)) return oom_fail();
 
     /* items (token, n2); chunks of about 2^20 multiply-adds, independent of the thread count */
