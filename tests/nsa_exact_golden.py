@@ -108,17 +108,24 @@ def pair_order(k):
     return order
 
 
-def chain_dot(a, b):
-    """C = A B as the bf16 dot GEMM's chain: a [..., M, K], b [..., K, N]."""
+def chain_dot(a, b, panel=None):
+    """C = A B as the bf16 dot GEMM's chain: a [..., M, K], b [..., K, N]; k is cut
+    into panels of `panel` (the key blocks), each taken in pairs from its start."""
+    K = a.shape[-1]
+    panel = K if panel is None else panel
     c = np.zeros(a.shape[:-1] + b.shape[-1:], np.float32)
-    for k in pair_order(a.shape[-1]):
-        c = ftz(c + a[..., k:k + 1] * b[..., k:k + 1, :])
+    for p0 in range(0, K, panel):
+        for k in pair_order(min(panel, K - p0)):
+            k += p0
+            c = ftz(c + a[..., k:k + 1] * b[..., k:k + 1, :])
     return c
 
 
-def chain_for(dt):
-    """The product chain of the NPU precision for input dtype dt."""
-    return chain_dot if np.dtype(dt).name == "bfloat16" else chain
+def chain_for(dt, panel=None):
+    """The product chain of the NPU precision for input dtype dt (panels: see chain_dot)."""
+    if np.dtype(dt).name == "bfloat16":
+        return lambda a, b: chain_dot(a, b, panel)
+    return chain
 
 
 def rnd(x, dt):
@@ -144,7 +151,7 @@ def forward(query, key, value, topk, **kw):
     B, C = kw["selected_block_size"], kw["selected_block_count"]
     sc = F32(kw["scale_value"])
     causal = kw.get("sparse_mode", 0) == 2 and kw.get("atten_mask") is not None
-    mm = chain_for(dt)
+    mm, mmb = chain_for(dt), chain_for(dt, B)        # over D; over the C*B gathered keys
     J, vis = _index(q, k, topk, kw, causal)
     mv = F32(-FLT_MAX) * sc
     heads = np.arange(N2)[:, None, None]
@@ -173,7 +180,7 @@ def forward(query, key, value, topk, **kw):
             P = np.where(vm, e, w[:, None, :, None]).astype(np.float32)
             keep = (nvis > 0) | dense[:, None]
             P = np.where(keep[:, :, None, None], rnd(P / l[:, None, :, None], dt), 0).astype(np.float32)
-            o = mm(P.transpose(0, 2, 1, 3).reshape(N2, G, C * B), vj.reshape(N2, C * B, Dv))
+            o = mmb(P.transpose(0, 2, 1, 3).reshape(N2, G, C * B), vj.reshape(N2, C * B, Dv))
             out[t] = R._cast_out(o.reshape(N1, Dv), dt, "even")
             smax[t] = m.reshape(N1, 1)
             ssum[t] = l.reshape(N1, 1)
@@ -193,6 +200,10 @@ def grad(query, key, value, attention_out, attention_out_grad, softmax_max, soft
     B, C = kw["selected_block_size"], kw["selected_block_count"]
     sc = F32(kw["scale_value"])
     J, vis = _index(q, k, topk, kw, kw.get("sparse_mode", 0) == 2)
+    mm, mmb = chain_for(dt), chain_for(dt, B)
+    dot = np.dtype(dt).name == "bfloat16"
+    g_order = pair_order(G) if dot else range(G)      # dk, dv: a chain over g per pair
+    fl = ftz if dot else (lambda c: c)
     mx = np.asarray(softmax_max, np.float32)[..., 0].reshape(T1, N2, 1, G, 1)
     sm = np.asarray(softmax_sum, np.float32)[..., 0].reshape(T1, N2, 1, G, 1)
     dsum = np.zeros((T1, N1), np.float64)
@@ -207,19 +218,19 @@ def grad(query, key, value, attention_out, attention_out_grad, softmax_max, soft
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for t in range(T1):                                                 # kv heads side by side
             kj, vj = k[J[t], heads[:, None, None]], v[J[t], heads[:, None, None]]   # [N2, C, B, D|Dv]
-            S = chain(q4[t][:, None], kj.transpose(0, 1, 3, 2))                     # [N2, C, G, B]
-            dP = chain(do4[t][:, None], vj.transpose(0, 1, 3, 2))
+            S = mm(q4[t][:, None], kj.transpose(0, 1, 3, 2))                        # [N2, C, G, B]
+            dP = mm(do4[t][:, None], vj.transpose(0, 1, 3, 2))
             ok = vis[t][:, :, None, :] & (sm[t] != 0)
             p = exp_ref(S * sc - mx[t]) / sm[t]
             ds = p * (dP - dsum[t])
             P16 = np.where(ok, rnd(p, dt), 0).astype(np.float32)
             dS16 = np.where(ok, rnd(ds, dt), 0).astype(np.float32)
-            dq[t] = chain(dS16.transpose(0, 2, 1, 3).reshape(N2, G, C * B), kj.reshape(N2, C * B, D))
+            dq[t] = mmb(dS16.transpose(0, 2, 1, 3).reshape(N2, G, C * B), kj.reshape(N2, C * B, D))
             for i in range(C):                 # pairs in (t, i) order; a skipped pair adds exact zeros
                 rows = (J[t, :, i], heads[:, None])                                  # [N2, B]
-                for g in range(G):
-                    dk[rows] = dk[rows] + dS16[:, i, g][..., None] * q4[t, :, g][:, None, :]
-                    dv[rows] = dv[rows] + P16[:, i, g][..., None] * do4[t, :, g][:, None, :]
+                for g in g_order:
+                    dk[rows] = fl(dk[rows] + dS16[:, i, g][..., None] * q4[t, :, g][:, None, :])
+                    dv[rows] = fl(dv[rows] + P16[:, i, g][..., None] * do4[t, :, g][:, None, :])
         dq, dk = dq * sc, dk * sc
     return (R._cast_out(dq.reshape(T1, N1, D), odt, "away"), R._cast_out(dk, odt, "away"),
             R._cast_out(dv, odt, "away"))

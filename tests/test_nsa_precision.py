@@ -55,6 +55,15 @@ CASES = {
 }
 
 
+# relaxed shapes (PYACLNN_NSA_RELAXED=1): odd G, odd B, D and Dv not multiples of 16 (the
+# bf16 dot GEMM pads pairs of heads, of keys and of dims with zeros)
+RELAXED_CASES = {
+    "relaxed_G3_B5_D40_Dv24": dict(seq_q=[7, 5], seq_kv=[20, 15], n1=6, n2=2, d=40, dv=24, block=5, count=3),
+    "relaxed_G1_B3_D19_Dv9": dict(seq_q=[6], seq_kv=[12], n1=2, n2=2, d=19, dv=9, block=3, count=2,
+                                  mask=False, sparse_mode=0),
+}
+
+
 def grad_kw(kw):
     return {k: kw[k] for k in ("scale_value", "selected_block_size", "selected_block_count", "head_num",
                                "actual_seq_qlen", "actual_seq_kvlen", "atten_mask", "sparse_mode")}
@@ -90,6 +99,21 @@ def test_bitwise_vs_exact_golden(precision, name, dt):
     assert_bits(ours, X.grad(*gin, **grad_kw(kw)), f"grad {name}")
     ours32 = pyaclnn.ops.nsa_selected_attention_grad(*gin, out_dtype=F32, **grad_kw(kw))
     assert_bits(ours32, X.grad(*gin, out_dtype=F32, **grad_kw(kw)), f"grad fp32 out {name}")
+
+
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
+@pytest.mark.parametrize("name", list(RELAXED_CASES))
+def test_bitwise_vs_exact_golden_relaxed_shapes(precision, monkeypatch, name, dt):
+    monkeypatch.setenv("PYACLNN_NSA_RELAXED", "1")
+    ins, kw = F.make_case(F.zlib_seed(name), dtype=DT[dt], **RELAXED_CASES[name])
+    fwd = F.run(ins, kw)
+    assert_bits(fwd, X.forward(*ins, **kw), f"forward {name}")
+    gin = grad_inputs(ins, fwd)
+    assert_bits(pyaclnn.ops.nsa_selected_attention_grad(*gin, **grad_kw(kw)), X.grad(*gin, **grad_kw(kw)),
+                f"grad {name}")
+    # fp32 outputs show the fp32 sums' last bits (the pair order over odd blocks, heads and dims)
+    assert_bits(pyaclnn.ops.nsa_selected_attention_grad(*gin, out_dtype=F32, **grad_kw(kw)),
+                X.grad(*gin, out_dtype=F32, **grad_kw(kw)), f"grad fp32 out {name}")
 
 
 def test_exact_golden_vendor_shape_G1_115_heads(precision):

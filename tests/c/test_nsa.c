@@ -666,11 +666,21 @@ static void test_tiers(void) {
     }
 }
 
+static void test_tiles_one(aclDataType idt, int64_t N1);
 static void test_tiles(void) {
-    /* the token tile size must not change a single bit */
+    /* the token tile size must not change a single bit: fp16 (high), bf16 and odd G
+     * at the npu precision (the dot GEMM's layouts) */
+    test_tiles_one(ACL_FLOAT16, 4);
+    setenv("PYACLNN_NSA_PRECISION", "npu", 1);
+    test_tiles_one(ACL_BF16, 4);
+    test_tiles_one(ACL_BF16, 6);
+    setenv("PYACLNN_NSA_PRECISION", "high", 1);
+}
+
+static void test_tiles_one(aclDataType idt, int64_t N1) {
     const int64_t ql[2] = {10, 7}, kl[2] = {128, 96};
     prob p;
-    prob_setup(&p, 4, 2, 128, 128, 32, 3, 2, ql, kl, 2, ACL_FLOAT16, ACL_FLOAT);
+    prob_setup(&p, N1, 2, 128, 128, 32, 3, 2, ql, kl, 2, idt, ACL_FLOAT);
     prob_init(&p, 31, 1);
     int64_t nq, nk, nv;
     sizes(&p, &nq, &nk, &nv);
@@ -825,7 +835,27 @@ static void test_rebind(void) {
 
 /* The workspace formula of native/ops/nsa_selected_attention_grad/README.md. */
 static uint64_t r64(uint64_t x) { return (x + 63) / 64 * 64; }
+/* The README's formula; `dot`: bf16 inputs at the npu precision (the dot GEMM's layouts). */
+static uint64_t ws_formula_dot(const prob *p) {
+    const uint64_t Bp = (uint64_t)(p->B + 15) / 16 * 16, Dp = (uint64_t)(p->D + 15) / 16 * 16;
+    const uint64_t Dvp = (uint64_t)(p->Dv + 15) / 16 * 16, NB = (uint64_t)(p->T2 / p->B);
+    const uint64_t N1 = (uint64_t)p->N1, N2 = (uint64_t)p->N2, C = (uint64_t)p->C, T1 = (uint64_t)p->T1;
+    const uint64_t G = N1 / N2, Gp = G + (G & 1), Bh = (uint64_t)(p->B + 1) / 2;
+    const uint64_t slot_p = Gp * Bp * 2, slot_ds = (Gp + G) * Bp * 2;
+    const uint64_t per_tok = N2 * C * (slot_p + slot_ds + 4) + N1 * 12 + N1 * (Dp + Dvp) * 2 + N2 * Gp * (Dp + Dvp) * 2;
+    uint64_t tile = (8ull << 20) / per_tok;
+    if (tile < 1) tile = 1;
+    if (tile > T1) tile = T1;
+    return 64 + r64(tile * N1 * Dp * 2) + r64(tile * N1 * Dvp * 2) + r64(tile * N2 * Dp * Gp * 2) +
+           r64(tile * N2 * Dvp * Gp * 2) + 3 * r64(tile * N1 * 4) + r64(T1 * 16) + r64(T1 * N2 * C * 4) +
+           r64(N2 * NB * 2 * Bh * Dp * 2) + r64(N2 * NB * Bp * Dp * 2) + r64(N2 * NB * Bp * Dvp * 2) +
+           r64(N2 * NB * Bp * Dp * 4) + r64(N2 * NB * Bp * Dvp * 4) + r64(tile * N2 * C * slot_p) +
+           r64(tile * N2 * C * slot_ds) + r64((N2 * NB + 1) * 8) + r64(tile * N2 * C * 4);
+}
+
 static uint64_t ws_formula(const prob *p) {
+    const char *mode = getenv("PYACLNN_NSA_PRECISION");
+    if (p->idt == ACL_BF16 && (mode == NULL || strcmp(mode, "high") != 0)) return ws_formula_dot(p);
     const uint64_t Bp = (uint64_t)(p->B + 15) / 16 * 16, Dp = (uint64_t)(p->D + 15) / 16 * 16;
     const uint64_t Dvp = (uint64_t)(p->Dv + 15) / 16 * 16, NB = (uint64_t)(p->T2 / p->B);
     const uint64_t N1 = (uint64_t)p->N1, N2 = (uint64_t)p->N2, C = (uint64_t)p->C, T1 = (uint64_t)p->T1;
@@ -847,17 +877,19 @@ static uint64_t ws_formula(const prob *p) {
 static void test_ws_formula(void) {
     const int64_t ql[2] = {5, 4}, kl[2] = {128, 64};
     const aclDataType dts[2] = {ACL_FLOAT16, ACL_BF16};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) { /* fp16, bf16 (high), then both at the npu precision */
+        if (i == 2) setenv("PYACLNN_NSA_PRECISION", "npu", 1);
         prob p;
-        prob_setup(&p, 4, 2, 192, 128, 32, 2, 2, ql, kl, 0, dts[i], ACL_FLOAT);
+        prob_setup(&p, i == 3 ? 6 : 4, 2, 192, 128, 32, 2, 2, ql, kl, 0, dts[i % 2], ACL_FLOAT); /* G = 3 last */
         prob_init(&p, 61, 0);
         result r = run_prob(&p, 0, 0);
-        CHECK(r.gws == 0 && r.ws == ws_formula(&p), "workspace %llu, formula %llu", (unsigned long long)r.ws,
-              (unsigned long long)ws_formula(&p));
+        CHECK(r.gws == 0 && r.ws == ws_formula(&p), "case %d: workspace %llu, formula %llu", i,
+              (unsigned long long)r.ws, (unsigned long long)ws_formula(&p));
         result_free(&r);
         prob_free(&p);
     }
-    {   /* large enough for several tiles: 2048 tokens, N1 = 16, C*B = 1024 */
+    for (int mode = 0; mode < 2; mode++) { /* large enough for several tiles: 2048 tokens, N1 = 16, C*B = 1024 */
+        setenv("PYACLNN_NSA_PRECISION", mode ? "npu" : "high", 1);
         const int64_t q1[1] = {2048}, k1[1] = {2048};
         prob p;
         prob_setup(&p, 16, 1, 192, 128, 64, 16, 1, q1, k1, 2, ACL_BF16, ACL_BF16);
@@ -885,6 +917,7 @@ static void test_ws_formula(void) {
         }
         for (int j = 0; j < 11; j++) aclDestroyTensor(t[j]);
     }
+    setenv("PYACLNN_NSA_PRECISION", "high", 1);
 }
 
 /* ------------------------------------------------------------------ validation */

@@ -39,6 +39,7 @@ typedef struct nsa_sag_plan {
     nsa_core core;        /* shape, scale, precision, kernels */
     int64_t tile;         /* tokens per tile */
     int64_t ntiles;
+    int64_t slot_p, slot_ds; /* bytes of one pair's P and dS slots */
 
     /* workspace layout: byte offsets from the 64-byte aligned workspace base */
     uint64_t off_q32, off_do32, off_q16, off_do16, off_mx, off_sm, off_dsum, off_tok, off_gblk;

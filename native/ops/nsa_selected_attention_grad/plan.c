@@ -11,17 +11,26 @@
 bool nsa_sag_layout(nsa_sag_plan *p) {
     const nsa_shape *sh = &p->core.sh;
     const int64_t es = p->core.esize;
-    const int half = p->core.btype != NSA_B_F32;   /* 16-bit copies of Q and dO rows */
-    const int64_t hb = half ? 6 : 4;               /* bytes per packed Q / dO element */
+    const int dot = p->core.dot;
+    const int half = p->core.btype != NSA_B_F32;   /* fp32 GEMM: 16-bit copies of Q and dO rows */
+    const int64_t hb = half ? 6 : 4;               /* fp32 GEMM: bytes per packed Q / dO element */
 
+    /* One pair's P and dS slots (bytes): fp32 G x Bp each, or for the dot GEMM the
+     * bf16 pairs p2 [Gp/2][Bp] and ds2 [Gp/2][Bp] words, then ds16 [G][Bp] bf16. */
+    p->slot_p = dot ? sh->Gp * sh->Bp * 2 : sh->G * sh->Bp * 4;
+    p->slot_ds = dot ? (sh->Gp + sh->G) * sh->Bp * 2 : sh->G * sh->Bp * 4;
     /* tokens per tile: one token's tile-sized arrays take
-     *   N1*(C*Bp*8 + (Dp+Dvp)*hb + 12) + N2*C*4 bytes
-     * (P and dS, packed Q and dO (+ 16-bit copies), max/sum/Dsum, index entries) */
-    int64_t per_tok, t1, t2;
-    if (!nsa_mul3(sh->N1, sh->C, sh->Bp, &t1) || !pa_mul_ok(t1, 8, &t1) ||
-        !pa_mul_ok(sh->N1, (sh->Dp + sh->Dvp) * hb + 12, &t2) ||
-        !nsa_mul3(sh->N2, sh->C, 4, &per_tok) || __builtin_add_overflow(per_tok, t1, &per_tok) ||
-        __builtin_add_overflow(per_tok, t2, &per_tok)) {
+     *   N2*C*(slot_p + slot_ds + 4) + N1*12 + qd bytes
+     * (P and dS, index entries, max/sum/Dsum, packed Q and dO: fp32 GEMM N1*(Dp+Dvp)*hb,
+     * dot GEMM N1*(Dp+Dvp)*2 rows + N2*Gp*(Dp+Dvp)*2 transposed) */
+    int64_t per_tok, t1, t2, qd;
+    const int64_t dd = sh->Dp + sh->Dvp;
+    if (!nsa_mul3(sh->N2, sh->C, p->slot_p + p->slot_ds + 4, &t1) || !pa_mul_ok(sh->N1, 12, &t2) ||
+        !pa_mul_ok(sh->N1, dd * (dot ? 2 : hb), &qd) || __builtin_add_overflow(t1, t2, &per_tok) ||
+        __builtin_add_overflow(per_tok, qd, &per_tok)) {
+        return false;
+    }
+    if (dot && (!nsa_mul3(sh->N2, sh->Gp, dd * 2, &qd) || __builtin_add_overflow(per_tok, qd, &per_tok))) {
         return false;
     }
     int64_t tile = NSA_SAG_TILE_BYTES / per_tok;
@@ -37,26 +46,40 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
     p->tile = tile;
     p->ntiles = (sh->T1 + tile - 1) / tile;
 
-    int64_t qn, don, tn, gn, krn, ktn, vtn, dvn, pn, cn, en, nbp;
+    /* element counts; the dot GEMM's layouts (nsa_kv_pack, run.c) take the same bytes
+     * as the fp32 GEMM's for B a multiple of 16 and D, Dv multiples of 16, except
+     * the transposed tile copies of Q and dO (q16 / do16 sections) */
+    int64_t qn, don, tn, gn, krn, ktn, vtn, pn, cn, en, nbp, q16n, do16n, accn, dvaccn;
+    const int64_t D2 = dot ? sh->Dp : sh->D, Dv2 = dot ? sh->Dvp : sh->Dv;
+    const int64_t kvrows = dot ? sh->NB * 2 * sh->Bh : sh->T2; /* K rows (dot: pairs of rows per block) */
     if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !nsa_mul3(tile, sh->N1, sh->Dp, &qn) ||
         !nsa_mul3(tile, sh->N1, sh->Dvp, &don) || !pa_mul_ok(tile, sh->N1, &tn) ||
-        !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) || !nsa_mul3(sh->N2, sh->T2, sh->Dp, &krn) ||
-        !nsa_mul3(sh->N2, nbp, sh->D, &ktn) || !nsa_mul3(sh->N2, nbp, sh->Dv, &vtn) ||
-        !nsa_mul3(sh->N2, sh->T2, sh->Dvp, &dvn) || !nsa_mul3(tile, sh->N1, sh->C, &pn) ||
-        !pa_mul_ok(pn, sh->Bp, &pn) || !pa_mul_ok(sh->N2, sh->NB, &cn) || !nsa_mul3(tile, sh->N2, sh->C, &en)) {
+        !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) || !nsa_mul3(sh->N2, kvrows, sh->Dp, &krn) ||
+        !nsa_mul3(sh->N2, nbp, D2, &ktn) || !nsa_mul3(sh->N2, nbp, Dv2, &vtn) ||
+        !nsa_mul3(sh->N2, dot ? nbp : sh->T2, sh->Dp, &accn) || !nsa_mul3(sh->N2, dot ? nbp : sh->T2, sh->Dvp, &dvaccn) ||
+        !nsa_mul3(tile, sh->N2, sh->C, &pn) ||
+        !pa_mul_ok(sh->N2, sh->NB, &cn) || !nsa_mul3(tile, sh->N2, sh->C, &en)) {
         return false;
     }
+    if (dot) { /* transposed bf16 copies [tile][N2][Dp|Dvp][Gp] */
+        if (!nsa_mul3(tile, sh->N2, sh->Dp * sh->Gp, &q16n) || !nsa_mul3(tile, sh->N2, sh->Dvp * sh->Gp, &do16n)) {
+            return false;
+        }
+    } else {
+        q16n = half ? qn : 0;
+        do16n = half ? don : 0;
+    }
     uint64_t off = 0;
-    if (!nsa_ws_section(&off, &p->off_q32, qn, 4) || !nsa_ws_section(&off, &p->off_do32, don, 4) ||
-        !nsa_ws_section(&off, &p->off_q16, half ? qn : 0, 2) ||
-        !nsa_ws_section(&off, &p->off_do16, half ? don : 0, 2) || !nsa_ws_section(&off, &p->off_mx, tn, 4) ||
-        !nsa_ws_section(&off, &p->off_sm, tn, 4) || !nsa_ws_section(&off, &p->off_dsum, tn, 4) ||
-        !nsa_ws_section(&off, &p->off_tok, sh->T1, 16) || !nsa_ws_section(&off, &p->off_gblk, gn, 4) ||
-        !nsa_ws_section(&off, &p->off_krows, krn, es) || !nsa_ws_section(&off, &p->off_kt, ktn, es) ||
-        !nsa_ws_section(&off, &p->off_vt, vtn, es) || !nsa_ws_section(&off, &p->off_dkacc, krn, 4) ||
-        !nsa_ws_section(&off, &p->off_dvacc, dvn, 4) || !nsa_ws_section(&off, &p->off_p, pn, 4) ||
-        !nsa_ws_section(&off, &p->off_ds, pn, 4) || !nsa_ws_section(&off, &p->off_cnt, cn + 1, 8) ||
-        !nsa_ws_section(&off, &p->off_ent, en, 4)) {
+    const int64_t rowb = dot ? 2 : 4; /* Q / dO rows: bf16 (dot) or fp32 */
+    if (!nsa_ws_section(&off, &p->off_q32, qn, rowb) || !nsa_ws_section(&off, &p->off_do32, don, rowb) ||
+        !nsa_ws_section(&off, &p->off_q16, q16n, 2) || !nsa_ws_section(&off, &p->off_do16, do16n, 2) ||
+        !nsa_ws_section(&off, &p->off_mx, tn, 4) || !nsa_ws_section(&off, &p->off_sm, tn, 4) ||
+        !nsa_ws_section(&off, &p->off_dsum, tn, 4) || !nsa_ws_section(&off, &p->off_tok, sh->T1, 16) ||
+        !nsa_ws_section(&off, &p->off_gblk, gn, 4) || !nsa_ws_section(&off, &p->off_krows, krn, es) ||
+        !nsa_ws_section(&off, &p->off_kt, ktn, es) || !nsa_ws_section(&off, &p->off_vt, vtn, es) ||
+        !nsa_ws_section(&off, &p->off_dkacc, accn, 4) || !nsa_ws_section(&off, &p->off_dvacc, dvaccn, 4) ||
+        !nsa_ws_section(&off, &p->off_p, pn, p->slot_p) || !nsa_ws_section(&off, &p->off_ds, pn, p->slot_ds) ||
+        !nsa_ws_section(&off, &p->off_cnt, cn + 1, 8) || !nsa_ws_section(&off, &p->off_ent, en, 4)) {
         return false;
     }
     if (off > UINT64_MAX - 64u) return false;

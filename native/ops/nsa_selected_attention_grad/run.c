@@ -11,6 +11,11 @@
  *     (token, n2): dq (written); pass 2 over (n2, key
  *     block, dk|dv): dk / dv accumulated in fp32 in the workspace, cast on the
  *     last tile.
+ * bf16 inputs at the npu precision (core.dot) run every product on the bf16 dot
+ * GEMM, with the operands in its layouts (the *_dot functions): Q / dO rows as
+ * bf16 (S, dP), the tile's Q / dO transposed to [d][g] (dk, dv), P and dS as
+ * bf16 pairs of rows g, g+1 (dk, dv) and dS as bf16 rows (dq); dk / dv are
+ * accumulated transposed ([d][key] per block) and transposed back on output.
  * Every output element is written by exactly one chunk; the summation order of
  * every sum is fixed, so results do not depend on the thread count. */
 #include <stdatomic.h>
@@ -38,8 +43,10 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGrad(void *workspace, uint64_t works
 
 typedef struct nsa_ctx {
     const nsa_sag_plan *p;
-    float *q32, *do32, *mx, *sm, *dsum, *dkacc, *dvacc, *P, *dS;
-    char *q16, *do16;          /* btype copies of q32 / do32 rows (B operands of pass 2) */
+    float *q32, *do32, *mx, *sm, *dsum, *dkacc, *dvacc;
+    char *P, *dS;              /* per pair slots of slot_p / slot_ds bytes */
+    char *q16, *do16;          /* btype copies of q32 / do32 rows (B operands of pass 2);
+                                * dot: q32 / do32 hold bf16 rows, q16 / do16 the transposed copies */
     char *krows, *kt, *vt;     /* B operands in the core's btype */
     int64_t *tok; /* [T1][2]: local position s, first global KV block of the batch */
     int32_t *gblk;
@@ -87,6 +94,51 @@ static void pack_tokens(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* dot GEMM: Q / dO rows as bf16 (the A operands of S and dP), their copies
+ * transposed per (token, n2) to [d][Gp] (the A operands of dk^T, dv^T), stats */
+static void pack_tokens_dot(void *ctx, int64_t begin, int64_t end) {
+    nsa_ctx *x = ctx;
+    const nsa_sag_plan *p = x->p;
+    const nsa_shape *sh = &p->core.sh;
+    const int64_t Dp = sh->Dp, Dvp = sh->Dvp, G = sh->G, Gp = sh->Gp;
+    float *orow = pa_thread_scratch((size_t)(2 * sh->Dv) * sizeof(float));
+    if (orow == NULL) {
+        atomic_store(&x->oom, 1);
+        return;
+    }
+    float *grow = orow + sh->Dv;
+    uint16_t *q16 = (uint16_t *)(void *)x->q32, *do16 = (uint16_t *)(void *)x->do32;
+    uint16_t *qt = (uint16_t *)(void *)x->q16, *dot = (uint16_t *)(void *)x->do16;
+    for (int64_t tl = begin; tl < end; tl++) {
+        const int64_t t = x->t0 + tl;
+        for (int64_t h = 0; h < sh->N1; h++) {
+            const int64_t row = tl * sh->N1 + h;
+            nsa_read_row_bf16(&p->q, t, h, sh->D, Dp, q16 + row * Dp);
+            nsa_read_row_bf16(&p->dout, t, h, sh->Dv, Dvp, do16 + row * Dvp);
+            nsa_read_row(&p->dout, t, h, sh->Dv, grow);
+            nsa_read_row(&p->o, t, h, sh->Dv, orow);
+            double acc = 0.0;
+            for (int64_t d = 0; d < sh->Dv; d++) acc += (double)grow[d] * (double)orow[d];
+            x->dsum[row] = (float)acc;
+            nsa_read_row(&p->smax, t, h, 1, x->mx + row);
+            nsa_read_row(&p->ssum, t, h, 1, x->sm + row);
+        }
+        for (int64_t n2 = 0; n2 < sh->N2; n2++) {
+            const int64_t r0 = tl * sh->N1 + n2 * G; /* first row of the group */
+            uint16_t *qd = qt + (tl * sh->N2 + n2) * Dp * Gp, *dd = dot + (tl * sh->N2 + n2) * Dvp * Gp;
+            for (int64_t g = 0; g < G; g++) {
+                const uint16_t *qs = q16 + (r0 + g) * Dp, *ds = do16 + (r0 + g) * Dvp;
+                for (int64_t d = 0; d < Dp; d++) qd[d * Gp + g] = qs[d];
+                for (int64_t d = 0; d < Dvp; d++) dd[d * Gp + g] = ds[d];
+            }
+            if (Gp > G) { /* odd G: a zero head pads the last pair */
+                for (int64_t d = 0; d < Dp; d++) qd[d * Gp + G] = 0;
+                for (int64_t d = 0; d < Dvp; d++) dd[d * Gp + G] = 0;
+            }
+        }
+    }
+}
+
 /* ---- step 3: pass 1 of the current tile ---- */
 
 /* Number of visible keys of block `lb` (batch-local block number) for query
@@ -118,8 +170,8 @@ static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
         const int64_t gbi = x->gblk[(t * N2 + n2) * C + i];
         const int64_t nvis = visible_keys(p, s, gbi - kvb0);
         const int64_t blk = n2 * sh->NB + gbi;
-        float *pi = x->P + e * G * Bp;
-        float *di = x->dS + e * G * Bp;
+        float *pi = (float *)(void *)(x->P + e * p->slot_p);
+        float *di = (float *)(void *)(x->dS + e * p->slot_ds);
         nsa_panel one = {x->q32 + h0 * Dp, x->kt + blk * sh->D * Bp * es};
         /* prefetched meanwhile: this pair's dO rows (the dP GEMM's A), then the next pair's Q rows */
         nsa_gemm_args ga = {.m = G, .n = Bp, .k = sh->D, .panels = &one, .npanels = 1, .a_sm = Dp, .a_sk = 1,
@@ -146,6 +198,106 @@ static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* Pass 1a on the dot GEMM: S and dP (fp32, thread scratch), then P and dS as
+ * bf16 in the pair's slots (pgrad2, two rows g, g + 1 at a time). */
+static void pass1_scores_dot(void *ctx, int64_t begin, int64_t end) {
+    nsa_ctx *x = ctx;
+    const nsa_sag_plan *p = x->p;
+    const nsa_core *core = &p->core;
+    const nsa_shape *sh = &core->sh;
+    const int64_t G = sh->G, C = sh->C, Bp = sh->Bp, Dp = sh->Dp, Dvp = sh->Dvp, N1 = sh->N1, N2 = sh->N2;
+    const nsa_kernels *kn = &core->kern;
+    float *S = pa_thread_scratch((size_t)(2 * G * Bp) * sizeof(float));
+    if (S == NULL) {
+        atomic_store(&x->oom, 1);
+        return;
+    }
+    float *dP = S + G * Bp;
+    const uint16_t *q16 = (const uint16_t *)(const void *)x->q32, *do16 = (const uint16_t *)(const void *)x->do32;
+    const uint32_t *kt2 = (const uint32_t *)(const void *)x->kt, *vt2 = (const uint32_t *)(const void *)x->vt;
+    for (int64_t j = begin; j < end; j++) {
+        const int64_t e = x->ent[j];
+        const int64_t it = e / C, i = e % C;
+        const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
+        const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
+        const int64_t h0 = tl * N1 + n2 * G;
+        const int64_t gbi = x->gblk[(t * N2 + n2) * C + i];
+        const int64_t nvis = visible_keys(p, s, gbi - kvb0);
+        const int64_t blk = n2 * sh->NB + gbi;
+        nsa_panel one = {q16 + h0 * Dp, kt2 + blk * (Dp / 2) * Bp};
+        nsa_dot_args ga = {.m = G, .n = Bp, .kp = Dp / 2, .panels = &one, .npanels = 1, .lda = Dp, .ldb = Bp,
+                           .c = S, .ldc = Bp, .accumulate = 0, .pf = do16 + h0 * Dvp, .pf_bytes = G * Dvp * 2};
+        kn->dot(&ga);
+        one.a = do16 + h0 * Dvp;
+        one.b = vt2 + blk * (Dvp / 2) * Bp;
+        ga.kp = Dvp / 2;
+        ga.lda = Dvp;
+        ga.c = dP;
+        ga.pf = NULL;
+        ga.pf_bytes = 0;
+        if (j + 1 < end) {
+            const int64_t en = x->ent[j + 1], itn = en / C;
+            ga.pf = q16 + ((itn / N2) * N1 + (itn % N2) * G) * Dp;
+            ga.pf_bytes = G * Dp * 2;
+        }
+        kn->dot(&ga);
+        uint32_t *p2 = (uint32_t *)(void *)(x->P + e * p->slot_p), *ds2 = (uint32_t *)(void *)(x->dS + e * p->slot_ds);
+        uint16_t *ds16 = (uint16_t *)(void *)(ds2 + (sh->Gp / 2) * Bp);
+        for (int64_t g = 0; g < G; g += 2) {
+            const int two = g + 1 < G;
+            const nsa_pgrad2_args pa = {
+                .s = {S + g * Bp, two ? S + (g + 1) * Bp : NULL},
+                .dp = {dP + g * Bp, two ? dP + (g + 1) * Bp : NULL},
+                .n = Bp,
+                .nvis = nvis,
+                .scale = core->scale,
+                .m = {x->mx[h0 + g], two ? x->mx[h0 + g + 1] : 0.0f},
+                .l = {x->sm[h0 + g], two ? x->sm[h0 + g + 1] : 0.0f},
+                .dsum = {x->dsum[h0 + g], two ? x->dsum[h0 + g + 1] : 0.0f},
+                .ds16 = {ds16 + g * Bp, two ? ds16 + (g + 1) * Bp : NULL},
+                .p2 = p2 + (g / 2) * Bp,
+                .ds2 = ds2 + (g / 2) * Bp,
+            };
+            kn->pgrad2(&pa);
+        }
+    }
+}
+
+/* Pass 1b on the dot GEMM: dq = dS K (dS bf16 rows, K rows in pairs). */
+static void pass1_dq_dot(void *ctx, int64_t begin, int64_t end) {
+    nsa_ctx *x = ctx;
+    const nsa_sag_plan *p = x->p;
+    const nsa_core *core = &p->core;
+    const nsa_shape *sh = &core->sh;
+    const int64_t G = sh->G, C = sh->C, Bp = sh->Bp, Dp = sh->Dp, N2 = sh->N2;
+    const size_t pan_bytes = ((size_t)C * sizeof(nsa_panel) + 63u) & ~(size_t)63u;
+    char *scr = pa_thread_scratch(pan_bytes + (size_t)(G * Dp) * sizeof(float));
+    if (scr == NULL) {
+        atomic_store(&x->oom, 1);
+        return;
+    }
+    nsa_panel *pan = (nsa_panel *)(void *)scr;
+    float *dqb = (float *)(void *)(scr + pan_bytes);
+    const uint32_t *ki2 = (const uint32_t *)(const void *)x->krows;
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
+        const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
+        const int32_t *gb = x->gblk + (t * N2 + n2) * C;
+        int64_t npan = 0;
+        for (int64_t i = 0; i < C; i++) {
+            if (visible_keys(p, s, gb[i] - kvb0) <= 0) continue; /* fully masked: P = dS = 0, skipped */
+            const char *slot = x->dS + (it * C + i) * p->slot_ds;
+            pan[npan].a = slot + sh->Gp * Bp * 2; /* ds16 */
+            pan[npan].b = ki2 + (n2 * sh->NB + gb[i]) * sh->Bh * Dp;
+            npan++;
+        }
+        const nsa_dot_args gq = {.m = G, .n = Dp, .kp = sh->Bh, .panels = pan, .npanels = npan, .lda = Bp,
+                                 .ldb = Dp, .c = dqb, .ldc = Dp, .accumulate = 0};
+        core->kern.dot(&gq);
+        for (int64_t g = 0; g < G; g++) nsa_write_row(&p->dq, t, n2 * G + g, sh->D, dqb + g * Dp, core->scale, 1);
+    }
+}
+
 /* Pass 1b, items (local token, n2): dq = dS K over the visible blocks in
  * selection order, scaled, cast and written. */
 static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
@@ -166,12 +318,12 @@ static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; it++) {
         const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
         const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
-        const float *dslot = x->dS + it * C * G * Bp;
+        const char *dslot = x->dS + it * C * p->slot_ds;
         const int32_t *gb = x->gblk + (t * N2 + n2) * C;
         int64_t npan = 0;
         for (int64_t i = 0; i < C; i++) {
             if (visible_keys(p, s, gb[i] - kvb0) <= 0) continue; /* fully masked: P = dS = 0, skipped */
-            pan[npan].a = dslot + i * G * Bp;
+            pan[npan].a = (const char *)dslot + i * p->slot_ds;
             pan[npan].b = x->krows + (n2 * sh->T2 + (int64_t)gb[i] * B) * Dp * core->esize;
             npan++;
         }
@@ -238,7 +390,8 @@ static void pass2(void *ctx, int64_t begin, int64_t end) {
         const int64_t lo = key ? x->cnt[key - 1] : 0, hi = x->cnt[key];
         const int64_t W = part ? sh->Dvp : sh->Dp;
         float *acc = (part ? x->dvacc : x->dkacc) + (n2 * sh->T2 + kb * B) * W;
-        const float *slots = part ? x->P : x->dS;
+        const char *slots = part ? x->P : x->dS;
+        const int64_t slot_bytes = part ? p->slot_p : p->slot_ds;
         /* B operand: the tile's Q / dO rows (16-bit copies for half inputs) */
         const char *src = half ? (part ? x->do16 : x->q16) : (const char *)(part ? x->do32 : x->q32);
         const int64_t es = half ? 2 : 4;
@@ -248,7 +401,7 @@ static void pass2(void *ctx, int64_t begin, int64_t end) {
             for (int64_t j = 0; j < nj; j++) {
                 const int64_t e = x->ent[j0 + j];
                 const int64_t tl = e / (N2 * C);
-                pan[j].a = slots + e * G * Bp;
+                pan[j].a = slots + e * slot_bytes;
                 pan[j].b = src + (tl * N1 + n2 * G) * W * es;
             }
             const nsa_gemm_args ga = {.m = B, .n = W, .k = G, .panels = pan, .npanels = nj, .a_sm = 1, .a_sk = Bp,
@@ -261,6 +414,57 @@ static void pass2(void *ctx, int64_t begin, int64_t end) {
             const int64_t n = part ? sh->Dv : sh->D;
             const float mul = part ? 1.0f : core->scale;
             for (int64_t r = 0; r < B; r++) nsa_write_row(out, kb * B + r, n2, n, acc + r * W, mul, away);
+        }
+    }
+}
+
+/* Pass 2 on the dot GEMM: dk^T / dv^T [d][key] per block, A = the pair's
+ * token's Q / dO transposed [d][Gp], B = the pair's dS / P pairs [Gp/2][Bp];
+ * written transposed back on the last tile. */
+static void pass2_dot(void *ctx, int64_t begin, int64_t end) {
+    nsa_ctx *x = ctx;
+    const nsa_sag_plan *p = x->p;
+    const nsa_core *core = &p->core;
+    const nsa_shape *sh = &core->sh;
+    const int64_t C = sh->C, B = sh->B, Bp = sh->Bp, Gp = sh->Gp, N2 = sh->N2, NB = sh->NB;
+    const int64_t maxpairs = PA_MIN((int64_t)NSA_PASS2_MAX_PAIRS, x->tn * C);
+    const size_t pan_bytes = ((size_t)maxpairs * sizeof(nsa_panel) + 63u) & ~(size_t)63u;
+    char *scr = pa_thread_scratch(pan_bytes + (size_t)PA_MAX(sh->Dp, sh->Dvp) * sizeof(float));
+    if (scr == NULL) {
+        atomic_store(&x->oom, 1);
+        return;
+    }
+    nsa_panel *pan = (nsa_panel *)(void *)scr;
+    float *row = (float *)(void *)(scr + pan_bytes);
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t key = it / 2, part = it % 2;
+        const int64_t n2 = key / NB, kb = key % NB;
+        const int64_t lo = key ? x->cnt[key - 1] : 0, hi = x->cnt[key];
+        const int64_t W = part ? sh->Dvp : sh->Dp, n = part ? sh->Dv : sh->D;
+        float *acc = (part ? x->dvacc : x->dkacc) + key * W * Bp;
+        const char *slots = part ? x->P : x->dS;
+        const int64_t slot_bytes = part ? p->slot_p : p->slot_ds;
+        const uint16_t *at = (const uint16_t *)(const void *)(part ? x->do16 : x->q16);
+        if (hi == lo && x->first_tile) memset(acc, 0, (size_t)(W * Bp) * sizeof(float));
+        for (int64_t j0 = lo; j0 < hi; j0 += maxpairs) {
+            const int64_t nj = PA_MIN(maxpairs, hi - j0);
+            for (int64_t j = 0; j < nj; j++) {
+                const int64_t e = x->ent[j0 + j];
+                const int64_t tl = e / (N2 * C);
+                pan[j].a = at + (tl * N2 + n2) * W * Gp;
+                pan[j].b = slots + e * slot_bytes; /* p2 / ds2 first in the slot */
+            }
+            const nsa_dot_args ga = {.m = n, .n = Bp, .kp = Gp / 2, .panels = pan, .npanels = nj, .lda = Gp,
+                                     .ldb = Bp, .c = acc, .ldc = Bp, .accumulate = !(x->first_tile && j0 == lo)};
+            core->kern.dot(&ga);
+        }
+        if (x->last_tile) {
+            const pa_tview *out = part ? &p->dv : &p->dk;
+            const float mul = part ? 1.0f : core->scale;
+            for (int64_t r = 0; r < B; r++) {
+                for (int64_t d = 0; d < n; d++) row[d] = acc[d * Bp + r];
+                nsa_write_row(out, kb * B + r, n2, n, row, mul, 1);
+            }
         }
     }
 }
@@ -295,13 +499,22 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
     x.vt = ws + p->off_vt;
     x.dkacc = (float *)(void *)(ws + p->off_dkacc);
     x.dvacc = (float *)(void *)(ws + p->off_dvacc);
-    x.P = (float *)(void *)(ws + p->off_p);
-    x.dS = (float *)(void *)(ws + p->off_ds);
+    x.P = ws + p->off_p;
+    x.dS = ws + p->off_ds;
     x.cnt = (int64_t *)(void *)(ws + p->off_cnt);
     x.ent = (uint32_t *)(void *)(ws + p->off_ent);
 
-    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .krows = x.krows, .kt = x.kt, .vt = x.vt,
-                            .vrows = NULL};
+    const int dot = p->core.dot;
+    nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core};
+    if (dot) {
+        pk.ki2 = (uint32_t *)(void *)x.krows;
+        pk.kt2 = (uint32_t *)(void *)x.kt;
+        pk.vt2 = (uint32_t *)(void *)x.vt;
+    } else {
+        pk.krows = x.krows;
+        pk.kt = x.kt;
+        pk.vt = x.vt;
+    }
     if (!nsa_pack_kv(&pk)) return oom_fail();
 
     const int64_t row_elems = sh->N1 * (sh->D + 2 * sh->Dv);
@@ -311,16 +524,16 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
         x.tn = PA_MIN(p->tile, sh->T1 - x.t0);
         x.first_tile = tile == 0;
         x.last_tile = tile == p->ntiles - 1;
-        pa_parallel_for(x.tn, tgrain, pack_tokens, &x);
+        pa_parallel_for(x.tn, tgrain, dot ? pack_tokens_dot : pack_tokens, &x);
         if (atomic_load(&x.oom)) return oom_fail();
         build_index(&x);
         /* pass 1a: chunks of 8 pairs (independent of the thread count) */
-        pa_parallel_for(x.cnt[sh->N2 * sh->NB - 1], 8, pass1_scores, &x);
-        pa_parallel_for(x.tn * sh->N2, 1, pass1_dq, &x);
+        pa_parallel_for(x.cnt[sh->N2 * sh->NB - 1], 8, dot ? pass1_scores_dot : pass1_scores, &x);
+        pa_parallel_for(x.tn * sh->N2, 1, dot ? pass1_dq_dot : pass1_dq, &x);
         if (atomic_load(&x.oom)) return oom_fail();
         /* pass-2 items: grain independent of the thread count, 1 unless there are many */
         const int64_t items2 = sh->N2 * sh->NB * 2;
-        pa_parallel_for(items2, PA_MAX((int64_t)1, items2 / 512), pass2, &x);
+        pa_parallel_for(items2, PA_MAX((int64_t)1, items2 / 512), dot ? pass2_dot : pass2, &x);
         if (atomic_load(&x.oom)) return oom_fail();
     }
     return ACLNN_SUCCESS;
