@@ -1,10 +1,12 @@
 /* This machine's bf16 dot-product peak and fp32 FMA peak, on T threads, measured
  * in the same run as the ops (the NSA rows' yardstick).
- * usage: bf16_peak <threads> <seconds per measurement>; prints "bf16 <GFLOP/s> fp32 <GFLOP/s> <kind>".
+ * usage: bf16_peak <threads> <seconds per measurement> [bf16]; prints "bf16 <GFLOP/s> fp32 <GFLOP/s> <kind>"
+ * (best of three alternating measurements of each; with "bf16": one bf16 measurement, fp32 nan,
+ * the probe the benchmark runs between the NSA launches it times).
  *
  * Both kernels are register-blocked micro-kernels on L1-resident operands, the
  * fastest a GEMM can run on this ISA, FLOPs counted 2 per multiply-add:
- * - AVX512_BF16 (built with -march=native on such a host): vdpbf16ps, 12 x 64
+ * - AVX512_BF16 (built with -march=native on such a host): vdpbf16ps, 12 x 32
  *   outputs (24 zmm accumulators), bf16 pairs of A broadcast, B as bf16 pairs;
  * - otherwise AVX2 + FMA: B in bf16 widened to fp32 with two unpacks per 16
  *   values (the NSA kernels' B operand), A broadcast from fp32 (a GEMM widens
@@ -198,6 +200,10 @@ int main(int argc, char **argv) {
     if (threads < 1) threads = 1;
     if (threads > 256) threads = 256;
 #ifdef KIND
+    if (argc > 3 && strcmp(argv[3], "bf16") == 0) {
+        printf("bf16 %.2f fp32 nan %s\n", measure(0, threads, seconds), KIND);
+        return 0;
+    }
     /* best of three alternating measurements of each */
     double bf = 0.0, f32 = 0.0;
     for (int r = 0; r < 3; r++) {
