@@ -433,6 +433,20 @@ int nsa_plan_blob(const char *api, void *plan, size_t plan_size, size_t *seq_q_o
 
 /* ---- run time ---- */
 
+void nsa_mm_run(const nsa_core *core, const nsa_mm *mm) {
+    if (core->dot) {
+        const nsa_dot_args g = {.m = mm->m, .n = mm->n, .kp = (mm->k + 1) / 2, .panels = mm->panels,
+                                .npanels = mm->npanels, .lda = mm->lda, .ldb = mm->ldb, .c = mm->c, .ldc = mm->ldc,
+                                .accumulate = mm->accumulate, .pf = mm->pf, .pf_bytes = mm->pf_bytes};
+        core->kern.dot(&g);
+        return;
+    }
+    const nsa_gemm_args g = {.m = mm->m, .n = mm->n, .k = mm->k, .panels = mm->panels, .npanels = mm->npanels,
+                             .a_sm = mm->lda, .a_sk = 1, .ldb = mm->ldb, .btype = core->btype, .c = mm->c,
+                             .ldc = mm->ldc, .accumulate = mm->accumulate, .pf = mm->pf, .pf_bytes = mm->pf_bytes};
+    core->kern.gemm(&g);
+}
+
 static inline float load_elem(const pa_tview *v, int64_t idx) {
     const char *base = (const char *)v->base;
     switch (v->dtype) {

@@ -143,6 +143,23 @@ static inline const int64_t *nsa_seq_kv(const void *plan, const nsa_core *c) {
 
 /* ---- run time ---- */
 
+/* One product of the drivers on the core's GEMM: the bf16 dot GEMM when core->dot
+ * (A bf16 rows, B bf16 pairs, k taken as ceil(k/2) pairs), else the fp32 GEMM with
+ * row-major A (fp32) and B in the core's btype. */
+typedef struct nsa_mm {
+    int64_t m, n, k;          /* C is m x n; k: the length of each panel's products */
+    const nsa_panel *panels;
+    int64_t npanels;
+    int64_t lda;              /* A's row stride in its elements (fp32, or bf16) */
+    int64_t ldb;              /* B's row stride in its elements (btype), or in pairs */
+    float *c;
+    int64_t ldc;
+    int32_t accumulate;
+    const void *pf;           /* prefetch hint (nsa_gemm_args) */
+    int64_t pf_bytes;
+} nsa_mm;
+void nsa_mm_run(const nsa_core *core, const nsa_mm *mm);
+
 /* dst[j] = v[i0, i1, j] as fp32, j < n */
 void nsa_read_row(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, float *dst);
 /* v[i0, i1, j] = fl(src[j] * mul) rounded to v's dtype, j < n: to nearest, ties to

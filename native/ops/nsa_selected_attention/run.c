@@ -130,17 +130,9 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
                                     : (const void *)(x->vrows + (n2 * sh->NB + gb[0]) * B * Dvp * es);
             const int64_t pf_bytes = nx < C ? Dk * Bp * es : B * Dvp * es;
             const nsa_panel one = {sc.q32, x->kt + (n2 * sh->NB + gb[i]) * Dk * Bp * es};
-            if (core->dot) {
-                const nsa_dot_args ga = {.m = G, .n = Bp, .kp = Dp / 2, .panels = &one, .npanels = 1, .lda = Dp,
-                                         .ldb = Bp, .c = sc.S + i * G * Bp, .ldc = Bp, .accumulate = 0, .pf = pf,
-                                         .pf_bytes = pf_bytes};
-                kn->dot(&ga);
-            } else {
-                const nsa_gemm_args ga = {.m = G, .n = Bp, .k = D, .panels = &one, .npanels = 1, .a_sm = Dp,
-                                          .a_sk = 1, .ldb = Bp, .btype = core->btype, .c = sc.S + i * G * Bp,
-                                          .ldc = Bp, .accumulate = 0, .pf = pf, .pf_bytes = pf_bytes};
-                kn->gemm(&ga);
-            }
+            const nsa_mm ms = {.m = G, .n = Bp, .k = D, .panels = &one, .npanels = 1, .lda = Dp, .ldb = Bp,
+                               .c = sc.S + i * G * Bp, .ldc = Bp, .accumulate = 0, .pf = pf, .pf_bytes = pf_bytes};
+            nsa_mm_run(core, &ms);
         }
         /* row max over all L columns (masked ones count as mv), exp and sum */
         int dense = 0; /* masked keys carry weight: keep every block */
@@ -195,16 +187,9 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
                                                  : (n2 * sh->T2 + (int64_t)gb[i] * B) * Dvp * es);
             np++;
         }
-        if (core->dot) {
-            const nsa_dot_args gv = {.m = G, .n = Dvp, .kp = sh->Bh, .panels = sc.pan, .npanels = np, .lda = Bp,
-                                     .ldb = Dvp, .c = sc.acc, .ldc = Dvp, .accumulate = 0};
-            kn->dot(&gv);
-        } else {
-            const nsa_gemm_args gv = {.m = G, .n = Dvp, .k = B, .panels = sc.pan, .npanels = np, .a_sm = Bp,
-                                      .a_sk = 1, .ldb = Dvp, .btype = core->btype, .c = sc.acc, .ldc = Dvp,
-                                      .accumulate = 0};
-            kn->gemm(&gv);
-        }
+        const nsa_mm mv = {.m = G, .n = Dvp, .k = B, .panels = sc.pan, .npanels = np, .lda = Bp, .ldb = Dvp,
+                           .c = sc.acc, .ldc = Dvp, .accumulate = 0};
+        nsa_mm_run(core, &mv);
         for (int64_t g = 0; g < G; g++) {
             float *o = sc.acc + g * Dvp;
             const float l = sc.l[g];

@@ -12,10 +12,10 @@
  *     block, dk|dv): dk / dv accumulated in fp32 in the workspace, cast on the
  *     last tile.
  * bf16 inputs at the npu precision (core.dot) run every product on the bf16 dot
- * GEMM, with the operands in its layouts (the *_dot functions): Q / dO rows as
- * bf16 (S, dP), the tile's Q / dO transposed to [d][g] (dk, dv), P and dS as
- * bf16 pairs of rows g, g+1 (dk, dv) and dS as bf16 rows (dq); dk / dv are
- * accumulated transposed ([d][key] per block) and transposed back on output.
+ * GEMM, with the operands in its layouts: Q / dO rows as bf16 (S, dP), the
+ * tile's Q / dO transposed to [d][g] (dk, dv), P and dS as bf16 pairs of rows
+ * g, g+1 (dk, dv) and dS as bf16 rows (dq); dk / dv are accumulated transposed
+ * ([d][key] per block) and transposed back on output.
  * Every output element is written by exactly one chunk; the summation order of
  * every sum is fixed, so results do not depend on the thread count. */
 #include <stdatomic.h>
@@ -58,78 +58,57 @@ typedef struct nsa_ctx {
 } nsa_ctx;
 
 
-/* ---- step 2: packing ---- */
+/* ---- step 3: the tile's rows ---- */
 
+/* The tile's Q and dO rows (the A operands of S and dP: fp32, or bf16 for the dot
+ * GEMM), their copies for pass 2 (fp32 GEMM: 16-bit rows, B operands; dot GEMM:
+ * per (token, n2) transposed to [d][Gp], A operands), max, sum and Dsum. */
 static void pack_tokens(void *ctx, int64_t begin, int64_t end) {
     nsa_ctx *x = ctx;
     const nsa_sag_plan *p = x->p;
     const nsa_shape *sh = &p->core.sh;
-    const int bt = p->core.btype;
-    float *orow = pa_thread_scratch((size_t)sh->Dv * sizeof(float));
+    const int bt = p->core.btype, dot = p->core.dot;
+    const int64_t Dp = sh->Dp, Dvp = sh->Dvp, G = sh->G, Gp = sh->Gp;
+    float *orow = pa_thread_scratch((size_t)(sh->Dv + Dvp) * sizeof(float));
     if (orow == NULL) {
         atomic_store(&x->oom, 1);
         return;
     }
+    float *grow = orow + sh->Dv; /* dot: dO in fp32 for Dsum */
+    uint16_t *q16 = (uint16_t *)(void *)x->q32, *do16 = (uint16_t *)(void *)x->do32;
     for (int64_t tl = begin; tl < end; tl++) {
         const int64_t t = x->t0 + tl;
         for (int64_t h = 0; h < sh->N1; h++) {
             const int64_t row = tl * sh->N1 + h;
-            float *q = x->q32 + row * sh->Dp;
-            nsa_read_row(&p->q, t, h, sh->D, q);
-            for (int64_t d = sh->D; d < sh->Dp; d++) q[d] = 0.0f;
-            float *g = x->do32 + row * sh->Dvp;
+            float *g = dot ? grow : x->do32 + row * Dvp;
+            if (dot) {
+                nsa_read_row_bf16(&p->q, t, h, sh->D, Dp, q16 + row * Dp);
+                nsa_read_row_bf16(&p->dout, t, h, sh->Dv, Dvp, do16 + row * Dvp);
+            } else {
+                float *q = x->q32 + row * Dp;
+                nsa_read_row(&p->q, t, h, sh->D, q);
+                for (int64_t d = sh->D; d < Dp; d++) q[d] = 0.0f;
+            }
             nsa_read_row(&p->dout, t, h, sh->Dv, g);
-            for (int64_t d = sh->Dv; d < sh->Dvp; d++) g[d] = 0.0f;
+            for (int64_t d = sh->Dv; d < Dvp; d++) g[d] = 0.0f;
             nsa_read_row(&p->o, t, h, sh->Dv, orow);
             double acc = 0.0;
             for (int64_t d = 0; d < sh->Dv; d++) acc += (double)g[d] * (double)orow[d];
             x->dsum[row] = (float)acc;
             nsa_read_row(&p->smax, t, h, 1, x->mx + row);
             nsa_read_row(&p->ssum, t, h, 1, x->sm + row);
-            if (bt != NSA_B_F32) { /* exact: the values came from the input dtype */
-                nsa_store_b(x->q16 + row * sh->Dp * 2, bt, q, sh->Dp, sh->Dp);
-                nsa_store_b(x->do16 + row * sh->Dvp * 2, bt, g, sh->Dvp, sh->Dvp);
+            if (!dot && bt != NSA_B_F32) { /* exact: the values came from the input dtype */
+                nsa_store_b(x->q16 + row * Dp * 2, bt, x->q32 + row * Dp, Dp, Dp);
+                nsa_store_b(x->do16 + row * Dvp * 2, bt, g, Dvp, Dvp);
             }
         }
-    }
-}
-
-/* dot GEMM: Q / dO rows as bf16 (the A operands of S and dP), their copies
- * transposed per (token, n2) to [d][Gp] (the A operands of dk^T, dv^T), stats */
-static void pack_tokens_dot(void *ctx, int64_t begin, int64_t end) {
-    nsa_ctx *x = ctx;
-    const nsa_sag_plan *p = x->p;
-    const nsa_shape *sh = &p->core.sh;
-    const int64_t Dp = sh->Dp, Dvp = sh->Dvp, G = sh->G, Gp = sh->Gp;
-    float *orow = pa_thread_scratch((size_t)(2 * sh->Dv) * sizeof(float));
-    if (orow == NULL) {
-        atomic_store(&x->oom, 1);
-        return;
-    }
-    float *grow = orow + sh->Dv;
-    uint16_t *q16 = (uint16_t *)(void *)x->q32, *do16 = (uint16_t *)(void *)x->do32;
-    uint16_t *qt = (uint16_t *)(void *)x->q16, *dot = (uint16_t *)(void *)x->do16;
-    for (int64_t tl = begin; tl < end; tl++) {
-        const int64_t t = x->t0 + tl;
-        for (int64_t h = 0; h < sh->N1; h++) {
-            const int64_t row = tl * sh->N1 + h;
-            nsa_read_row_bf16(&p->q, t, h, sh->D, Dp, q16 + row * Dp);
-            nsa_read_row_bf16(&p->dout, t, h, sh->Dv, Dvp, do16 + row * Dvp);
-            nsa_read_row(&p->dout, t, h, sh->Dv, grow);
-            nsa_read_row(&p->o, t, h, sh->Dv, orow);
-            double acc = 0.0;
-            for (int64_t d = 0; d < sh->Dv; d++) acc += (double)grow[d] * (double)orow[d];
-            x->dsum[row] = (float)acc;
-            nsa_read_row(&p->smax, t, h, 1, x->mx + row);
-            nsa_read_row(&p->ssum, t, h, 1, x->sm + row);
-        }
-        for (int64_t n2 = 0; n2 < sh->N2; n2++) {
+        for (int64_t n2 = 0; dot && n2 < sh->N2; n2++) {
             const int64_t r0 = tl * sh->N1 + n2 * G; /* first row of the group */
-            uint16_t *qd = qt + (tl * sh->N2 + n2) * Dp * Gp, *dd = dot + (tl * sh->N2 + n2) * Dvp * Gp;
+            uint16_t *qd = (uint16_t *)(void *)x->q16 + (tl * sh->N2 + n2) * Dp * Gp;
+            uint16_t *dd = (uint16_t *)(void *)x->do16 + (tl * sh->N2 + n2) * Dvp * Gp;
             for (int64_t g = 0; g < G; g++) {
-                const uint16_t *qs = q16 + (r0 + g) * Dp, *ds = do16 + (r0 + g) * Dvp;
-                for (int64_t d = 0; d < Dp; d++) qd[d * Gp + g] = qs[d];
-                for (int64_t d = 0; d < Dvp; d++) dd[d * Gp + g] = ds[d];
+                for (int64_t d = 0; d < Dp; d++) qd[d * Gp + g] = q16[(r0 + g) * Dp + d];
+                for (int64_t d = 0; d < Dvp; d++) dd[d * Gp + g] = do16[(r0 + g) * Dvp + d];
             }
             if (Gp > G) { /* odd G: a zero head pads the last pair */
                 for (int64_t d = 0; d < Dp; d++) qd[d * Gp + G] = 0;
@@ -151,16 +130,26 @@ static inline int64_t visible_keys(const nsa_sag_plan *p, int64_t s, int64_t lb)
 }
 
 /* Pass 1a, items: the index entries (pairs grouped by key block, so a block's
- * K^T / V^T stay in cache): S, dP, then P and dS in place, per pair, rounded by
- * the core's precision rule. */
+ * K^T / V^T stay in cache): S, dP, then P and dS, rounded by the core's precision
+ * rule, into the pair's slots: fp32 S / dP turned into P / dS in place, or for
+ * the dot GEMM (S and dP in thread scratch) P and dS as bf16 pairs of rows g, g+1
+ * [Gp/2][Bp] (dv's and dk's B operands) and dS as bf16 rows [G][Bp] (dq's A). */
 static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
     nsa_ctx *x = ctx;
     const nsa_sag_plan *p = x->p;
     const nsa_core *core = &p->core;
     const nsa_shape *sh = &core->sh;
     const int64_t G = sh->G, C = sh->C, Bp = sh->Bp, Dp = sh->Dp, Dvp = sh->Dvp, N1 = sh->N1, N2 = sh->N2;
-    const int64_t es = core->esize;
     const nsa_kernels *kn = &core->kern;
+    const int dot = core->dot;
+    const int64_t rb = dot ? 2 : 4;                        /* bytes per element of the Q / dO rows */
+    const int64_t kb = dot ? Dp * Bp * 2 : sh->D * Bp * core->esize, vb = dot ? Dvp * Bp * 2 : sh->Dv * Bp * core->esize;
+    float *S = NULL, *dP = NULL;
+    if (dot && (S = pa_thread_scratch((size_t)(2 * G * Bp) * sizeof(float))) == NULL) {
+        atomic_store(&x->oom, 1);
+        return;
+    }
+    const char *q = (const char *)x->q32, *dout = (const char *)x->do32;
     for (int64_t j = begin; j < end; j++) {
         const int64_t e = x->ent[j];
         const int64_t it = e / C, i = e % C;
@@ -170,90 +159,52 @@ static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
         const int64_t gbi = x->gblk[(t * N2 + n2) * C + i];
         const int64_t nvis = visible_keys(p, s, gbi - kvb0);
         const int64_t blk = n2 * sh->NB + gbi;
-        float *pi = (float *)(void *)(x->P + e * p->slot_p);
-        float *di = (float *)(void *)(x->dS + e * p->slot_ds);
-        nsa_panel one = {x->q32 + h0 * Dp, x->kt + blk * sh->D * Bp * es};
+        char *pslot = x->P + e * p->slot_p, *dslot = x->dS + e * p->slot_ds;
+        if (!dot) {
+            S = (float *)(void *)pslot;
+            dP = (float *)(void *)dslot;
+        } else {
+            dP = S + G * Bp;
+        }
+        nsa_panel one = {q + h0 * Dp * rb, x->kt + blk * kb};
         /* prefetched meanwhile: this pair's dO rows (the dP GEMM's A), then the next pair's Q rows */
-        nsa_gemm_args ga = {.m = G, .n = Bp, .k = sh->D, .panels = &one, .npanels = 1, .a_sm = Dp, .a_sk = 1,
-                            .ldb = Bp, .btype = core->btype, .c = pi, .ldc = Bp, .accumulate = 0,
-                            .pf = x->do32 + h0 * Dvp, .pf_bytes = G * Dvp * 4};
-        kn->gemm(&ga);
-        one.a = x->do32 + h0 * Dvp;
-        one.b = x->vt + blk * sh->Dv * Bp * es;
-        ga.k = sh->Dv;
-        ga.a_sm = Dvp;
-        ga.c = di;
-        ga.pf = NULL;
-        ga.pf_bytes = 0;
+        nsa_mm mm = {.m = G, .n = Bp, .k = sh->D, .panels = &one, .npanels = 1, .lda = Dp, .ldb = Bp, .c = S,
+                     .ldc = Bp, .accumulate = 0, .pf = dout + h0 * Dvp * rb, .pf_bytes = G * Dvp * rb};
+        nsa_mm_run(core, &mm);
+        one.a = dout + h0 * Dvp * rb;
+        one.b = x->vt + blk * vb;
+        mm.k = sh->Dv;
+        mm.lda = Dvp;
+        mm.c = dP;
+        mm.pf = NULL;
+        mm.pf_bytes = 0;
         if (j + 1 < end) {
             const int64_t en = x->ent[j + 1], itn = en / C;
-            ga.pf = x->q32 + ((itn / N2) * N1 + (itn % N2) * G) * Dp;
-            ga.pf_bytes = G * Dp * 4;
+            mm.pf = q + ((itn / N2) * N1 + (itn % N2) * G) * Dp * rb;
+            mm.pf_bytes = G * Dp * rb;
         }
-        kn->gemm(&ga);
-        for (int64_t g = 0; g < G; g++) {
-            kn->pgrad(pi + g * Bp, di + g * Bp, Bp, nvis, core->scale, x->mx[h0 + g], x->sm[h0 + g],
-                      x->dsum[h0 + g], core->rnd);
+        nsa_mm_run(core, &mm);
+        if (!dot) {
+            for (int64_t g = 0; g < G; g++) {
+                kn->pgrad(S + g * Bp, dP + g * Bp, Bp, nvis, core->scale, x->mx[h0 + g], x->sm[h0 + g],
+                          x->dsum[h0 + g], core->rnd);
+            }
+            continue;
         }
-    }
-}
-
-/* Pass 1a on the dot GEMM: S and dP (fp32, thread scratch), then P and dS as
- * bf16 in the pair's slots (pgrad2, two rows g, g + 1 at a time). */
-static void pass1_scores_dot(void *ctx, int64_t begin, int64_t end) {
-    nsa_ctx *x = ctx;
-    const nsa_sag_plan *p = x->p;
-    const nsa_core *core = &p->core;
-    const nsa_shape *sh = &core->sh;
-    const int64_t G = sh->G, C = sh->C, Bp = sh->Bp, Dp = sh->Dp, Dvp = sh->Dvp, N1 = sh->N1, N2 = sh->N2;
-    const nsa_kernels *kn = &core->kern;
-    float *S = pa_thread_scratch((size_t)(2 * G * Bp) * sizeof(float));
-    if (S == NULL) {
-        atomic_store(&x->oom, 1);
-        return;
-    }
-    float *dP = S + G * Bp;
-    const uint16_t *q16 = (const uint16_t *)(const void *)x->q32, *do16 = (const uint16_t *)(const void *)x->do32;
-    const uint32_t *kt2 = (const uint32_t *)(const void *)x->kt, *vt2 = (const uint32_t *)(const void *)x->vt;
-    for (int64_t j = begin; j < end; j++) {
-        const int64_t e = x->ent[j];
-        const int64_t it = e / C, i = e % C;
-        const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
-        const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
-        const int64_t h0 = tl * N1 + n2 * G;
-        const int64_t gbi = x->gblk[(t * N2 + n2) * C + i];
-        const int64_t nvis = visible_keys(p, s, gbi - kvb0);
-        const int64_t blk = n2 * sh->NB + gbi;
-        nsa_panel one = {q16 + h0 * Dp, kt2 + blk * (Dp / 2) * Bp};
-        nsa_dot_args ga = {.m = G, .n = Bp, .kp = Dp / 2, .panels = &one, .npanels = 1, .lda = Dp, .ldb = Bp,
-                           .c = S, .ldc = Bp, .accumulate = 0, .pf = do16 + h0 * Dvp, .pf_bytes = G * Dvp * 2};
-        kn->dot(&ga);
-        one.a = do16 + h0 * Dvp;
-        one.b = vt2 + blk * (Dvp / 2) * Bp;
-        ga.kp = Dvp / 2;
-        ga.lda = Dvp;
-        ga.c = dP;
-        ga.pf = NULL;
-        ga.pf_bytes = 0;
-        if (j + 1 < end) {
-            const int64_t en = x->ent[j + 1], itn = en / C;
-            ga.pf = q16 + ((itn / N2) * N1 + (itn % N2) * G) * Dp;
-            ga.pf_bytes = G * Dp * 2;
-        }
-        kn->dot(&ga);
-        uint32_t *p2 = (uint32_t *)(void *)(x->P + e * p->slot_p), *ds2 = (uint32_t *)(void *)(x->dS + e * p->slot_ds);
+        uint32_t *p2 = (uint32_t *)(void *)pslot, *ds2 = (uint32_t *)(void *)dslot;
         uint16_t *ds16 = (uint16_t *)(void *)(ds2 + (sh->Gp / 2) * Bp);
         for (int64_t g = 0; g < G; g += 2) {
-            const int two = g + 1 < G;
+            const int two = g + 1 < G; /* else row g + 1 is the zero head of an odd G */
+            const int64_t h = h0 + g, h1 = two ? h + 1 : h;
             const nsa_pgrad2_args pa = {
                 .s = {S + g * Bp, two ? S + (g + 1) * Bp : NULL},
                 .dp = {dP + g * Bp, two ? dP + (g + 1) * Bp : NULL},
                 .n = Bp,
                 .nvis = nvis,
                 .scale = core->scale,
-                .m = {x->mx[h0 + g], two ? x->mx[h0 + g + 1] : 0.0f},
-                .l = {x->sm[h0 + g], two ? x->sm[h0 + g + 1] : 0.0f},
-                .dsum = {x->dsum[h0 + g], two ? x->dsum[h0 + g + 1] : 0.0f},
+                .m = {x->mx[h], x->mx[h1]},
+                .l = {x->sm[h], x->sm[h1]},
+                .dsum = {x->dsum[h], x->dsum[h1]},
                 .ds16 = {ds16 + g * Bp, two ? ds16 + (g + 1) * Bp : NULL},
                 .p2 = p2 + (g / 2) * Bp,
                 .ds2 = ds2 + (g / 2) * Bp,
@@ -263,43 +214,9 @@ static void pass1_scores_dot(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-/* Pass 1b on the dot GEMM: dq = dS K (dS bf16 rows, K rows in pairs). */
-static void pass1_dq_dot(void *ctx, int64_t begin, int64_t end) {
-    nsa_ctx *x = ctx;
-    const nsa_sag_plan *p = x->p;
-    const nsa_core *core = &p->core;
-    const nsa_shape *sh = &core->sh;
-    const int64_t G = sh->G, C = sh->C, Bp = sh->Bp, Dp = sh->Dp, N2 = sh->N2;
-    const size_t pan_bytes = ((size_t)C * sizeof(nsa_panel) + 63u) & ~(size_t)63u;
-    char *scr = pa_thread_scratch(pan_bytes + (size_t)(G * Dp) * sizeof(float));
-    if (scr == NULL) {
-        atomic_store(&x->oom, 1);
-        return;
-    }
-    nsa_panel *pan = (nsa_panel *)(void *)scr;
-    float *dqb = (float *)(void *)(scr + pan_bytes);
-    const uint32_t *ki2 = (const uint32_t *)(const void *)x->krows;
-    for (int64_t it = begin; it < end; it++) {
-        const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
-        const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
-        const int32_t *gb = x->gblk + (t * N2 + n2) * C;
-        int64_t npan = 0;
-        for (int64_t i = 0; i < C; i++) {
-            if (visible_keys(p, s, gb[i] - kvb0) <= 0) continue; /* fully masked: P = dS = 0, skipped */
-            const char *slot = x->dS + (it * C + i) * p->slot_ds;
-            pan[npan].a = slot + sh->Gp * Bp * 2; /* ds16 */
-            pan[npan].b = ki2 + (n2 * sh->NB + gb[i]) * sh->Bh * Dp;
-            npan++;
-        }
-        const nsa_dot_args gq = {.m = G, .n = Dp, .kp = sh->Bh, .panels = pan, .npanels = npan, .lda = Bp,
-                                 .ldb = Dp, .c = dqb, .ldc = Dp, .accumulate = 0};
-        core->kern.dot(&gq);
-        for (int64_t g = 0; g < G; g++) nsa_write_row(&p->dq, t, n2 * G + g, sh->D, dqb + g * Dp, core->scale, 1);
-    }
-}
-
 /* Pass 1b, items (local token, n2): dq = dS K over the visible blocks in
- * selection order, scaled, cast and written. */
+ * selection order (fp32 GEMM: dS slots and K rows; dot GEMM: dS bf16 rows and K
+ * as pairs of rows), scaled, cast and written. */
 static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
     nsa_ctx *x = ctx;
     const nsa_sag_plan *p = x->p;
@@ -315,6 +232,9 @@ static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
     nsa_panel *pan = (nsa_panel *)(void *)scr;
     float *dqb = (float *)(void *)(scr + pan_bytes);
     const int away = core->precision == NSA_PRECISION_NPU;
+    /* dS in its slot: fp32 rows at the start, or bf16 rows after the pairs (dot) */
+    const int64_t ds_at = core->dot ? sh->Gp * Bp * 2 : 0;
+    const int64_t kblock = core->dot ? sh->Bh * Dp * 4 : B * Dp * core->esize; /* bytes of one block's K rows */
     for (int64_t it = begin; it < end; it++) {
         const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
         const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
@@ -323,13 +243,13 @@ static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
         int64_t npan = 0;
         for (int64_t i = 0; i < C; i++) {
             if (visible_keys(p, s, gb[i] - kvb0) <= 0) continue; /* fully masked: P = dS = 0, skipped */
-            pan[npan].a = (const char *)dslot + i * p->slot_ds;
-            pan[npan].b = x->krows + (n2 * sh->T2 + (int64_t)gb[i] * B) * Dp * core->esize;
+            pan[npan].a = dslot + i * p->slot_ds + ds_at;
+            pan[npan].b = x->krows + (n2 * sh->NB + gb[i]) * kblock;
             npan++;
         }
-        const nsa_gemm_args gq = {.m = G, .n = Dp, .k = B, .panels = pan, .npanels = npan, .a_sm = Bp, .a_sk = 1,
-                                  .ldb = Dp, .btype = core->btype, .c = dqb, .ldc = Dp, .accumulate = 0};
-        core->kern.gemm(&gq);
+        const nsa_mm mq = {.m = G, .n = Dp, .k = B, .panels = pan, .npanels = npan, .lda = Bp, .ldb = Dp,
+                           .c = dqb, .ldc = Dp, .accumulate = 0};
+        nsa_mm_run(core, &mq);
         for (int64_t g = 0; g < G; g++) nsa_write_row(&p->dq, t, n2 * G + g, sh->D, dqb + g * Dp, core->scale, away);
     }
 }
@@ -368,65 +288,19 @@ static void build_index(nsa_ctx *x) {
     /* now the pairs of key k are ent[k ? cnt[k-1] : 0 .. cnt[k]) */
 }
 
-/* ---- pass 2, items (n2, key block, part): part 0 = dk, 1 = dv ---- */
-
+/* ---- pass 2, items (n2, key block, part): part 0 = dk, 1 = dv ----
+ * fp32 GEMM: dk_blk += dS^T Q, dv_blk += P^T dO ([key][d], A = the pair's slot
+ * read column-major, B = the pair's token's 16-bit Q / dO rows);
+ * dot GEMM: dk_blk^T += Q^T dS, dv_blk^T += dO^T P ([d][key], A = the pair's
+ * token's Q / dO transposed [d][Gp], B = the slot's bf16 pairs [Gp/2][Bp]),
+ * transposed back when written. Pairs in list order; written on the last tile. */
 static void pass2(void *ctx, int64_t begin, int64_t end) {
     nsa_ctx *x = ctx;
     const nsa_sag_plan *p = x->p;
     const nsa_core *core = &p->core;
     const nsa_shape *sh = &core->sh;
     const int64_t G = sh->G, C = sh->C, B = sh->B, Bp = sh->Bp, N1 = sh->N1, N2 = sh->N2, NB = sh->NB;
-    const int64_t maxpairs = PA_MIN((int64_t)NSA_PASS2_MAX_PAIRS, x->tn * C);
-    nsa_panel *pan = pa_thread_scratch((size_t)maxpairs * sizeof(nsa_panel));
-    if (pan == NULL) {
-        atomic_store(&x->oom, 1);
-        return;
-    }
-    const int half = core->btype != NSA_B_F32;
-    const int away = core->precision == NSA_PRECISION_NPU;
-    for (int64_t it = begin; it < end; it++) {
-        const int64_t key = it / 2, part = it % 2;
-        const int64_t n2 = key / NB, kb = key % NB;
-        const int64_t lo = key ? x->cnt[key - 1] : 0, hi = x->cnt[key];
-        const int64_t W = part ? sh->Dvp : sh->Dp;
-        float *acc = (part ? x->dvacc : x->dkacc) + (n2 * sh->T2 + kb * B) * W;
-        const char *slots = part ? x->P : x->dS;
-        const int64_t slot_bytes = part ? p->slot_p : p->slot_ds;
-        /* B operand: the tile's Q / dO rows (16-bit copies for half inputs) */
-        const char *src = half ? (part ? x->do16 : x->q16) : (const char *)(part ? x->do32 : x->q32);
-        const int64_t es = half ? 2 : 4;
-        if (hi == lo && x->first_tile) memset(acc, 0, (size_t)(B * W) * sizeof(float));
-        for (int64_t j0 = lo; j0 < hi; j0 += maxpairs) {
-            const int64_t nj = PA_MIN(maxpairs, hi - j0);
-            for (int64_t j = 0; j < nj; j++) {
-                const int64_t e = x->ent[j0 + j];
-                const int64_t tl = e / (N2 * C);
-                pan[j].a = slots + e * slot_bytes;
-                pan[j].b = src + (tl * N1 + n2 * G) * W * es;
-            }
-            const nsa_gemm_args ga = {.m = B, .n = W, .k = G, .panels = pan, .npanels = nj, .a_sm = 1, .a_sk = Bp,
-                                      .ldb = W, .btype = core->btype, .c = acc, .ldc = W,
-                                      .accumulate = !(x->first_tile && j0 == lo)};
-            core->kern.gemm(&ga);
-        }
-        if (x->last_tile) {
-            const pa_tview *out = part ? &p->dv : &p->dk;
-            const int64_t n = part ? sh->Dv : sh->D;
-            const float mul = part ? 1.0f : core->scale;
-            for (int64_t r = 0; r < B; r++) nsa_write_row(out, kb * B + r, n2, n, acc + r * W, mul, away);
-        }
-    }
-}
-
-/* Pass 2 on the dot GEMM: dk^T / dv^T [d][key] per block, A = the pair's
- * token's Q / dO transposed [d][Gp], B = the pair's dS / P pairs [Gp/2][Bp];
- * written transposed back on the last tile. */
-static void pass2_dot(void *ctx, int64_t begin, int64_t end) {
-    nsa_ctx *x = ctx;
-    const nsa_sag_plan *p = x->p;
-    const nsa_core *core = &p->core;
-    const nsa_shape *sh = &core->sh;
-    const int64_t C = sh->C, B = sh->B, Bp = sh->Bp, Gp = sh->Gp, N2 = sh->N2, NB = sh->NB;
+    const int dot = core->dot;
     const int64_t maxpairs = PA_MIN((int64_t)NSA_PASS2_MAX_PAIRS, x->tn * C);
     const size_t pan_bytes = ((size_t)maxpairs * sizeof(nsa_panel) + 63u) & ~(size_t)63u;
     char *scr = pa_thread_scratch(pan_bytes + (size_t)PA_MAX(sh->Dp, sh->Dvp) * sizeof(float));
@@ -435,35 +309,53 @@ static void pass2_dot(void *ctx, int64_t begin, int64_t end) {
         return;
     }
     nsa_panel *pan = (nsa_panel *)(void *)scr;
-    float *row = (float *)(void *)(scr + pan_bytes);
+    float *row = (float *)(void *)(scr + pan_bytes); /* dot: one output row, transposed back */
+    const int half = core->btype != NSA_B_F32;
+    const int away = core->precision == NSA_PRECISION_NPU;
     for (int64_t it = begin; it < end; it++) {
         const int64_t key = it / 2, part = it % 2;
         const int64_t n2 = key / NB, kb = key % NB;
         const int64_t lo = key ? x->cnt[key - 1] : 0, hi = x->cnt[key];
         const int64_t W = part ? sh->Dvp : sh->Dp, n = part ? sh->Dv : sh->D;
-        float *acc = (part ? x->dvacc : x->dkacc) + key * W * Bp;
+        const int64_t rows = dot ? W : B, cols = dot ? Bp : W; /* C of this key block */
+        float *acc = (part ? x->dvacc : x->dkacc) + key * rows * cols;
         const char *slots = part ? x->P : x->dS;
         const int64_t slot_bytes = part ? p->slot_p : p->slot_ds;
-        const uint16_t *at = (const uint16_t *)(const void *)(part ? x->do16 : x->q16);
-        if (hi == lo && x->first_tile) memset(acc, 0, (size_t)(W * Bp) * sizeof(float));
+        /* the tile's Q / dO: fp32 GEMM 16-bit (or fp32) rows [tile][N1][W]; dot [tile][N2][W][Gp] */
+        const char *src = dot || half ? (part ? x->do16 : x->q16) : (const char *)(part ? x->do32 : x->q32);
+        const int64_t es = dot || half ? 2 : 4;
+        if (hi == lo && x->first_tile) memset(acc, 0, (size_t)(rows * cols) * sizeof(float));
         for (int64_t j0 = lo; j0 < hi; j0 += maxpairs) {
             const int64_t nj = PA_MIN(maxpairs, hi - j0);
             for (int64_t j = 0; j < nj; j++) {
                 const int64_t e = x->ent[j0 + j];
                 const int64_t tl = e / (N2 * C);
-                pan[j].a = at + (tl * N2 + n2) * W * Gp;
-                pan[j].b = slots + e * slot_bytes; /* p2 / ds2 first in the slot */
+                const char *tok = src + (dot ? (tl * N2 + n2) * W * sh->Gp : (tl * N1 + n2 * G) * W) * es;
+                pan[j].a = dot ? (const void *)tok : (const void *)(slots + e * slot_bytes);
+                pan[j].b = dot ? (const void *)(slots + e * slot_bytes) : (const void *)tok;
             }
-            const nsa_dot_args ga = {.m = n, .n = Bp, .kp = Gp / 2, .panels = pan, .npanels = nj, .lda = Gp,
-                                     .ldb = Bp, .c = acc, .ldc = Bp, .accumulate = !(x->first_tile && j0 == lo)};
-            core->kern.dot(&ga);
+            const int accumulate = !(x->first_tile && j0 == lo);
+            if (dot) {
+                const nsa_dot_args ga = {.m = n, .n = Bp, .kp = sh->Gp / 2, .panels = pan, .npanels = nj,
+                                         .lda = sh->Gp, .ldb = Bp, .c = acc, .ldc = Bp, .accumulate = accumulate};
+                core->kern.dot(&ga);
+            } else {
+                const nsa_gemm_args ga = {.m = B, .n = W, .k = G, .panels = pan, .npanels = nj, .a_sm = 1,
+                                          .a_sk = Bp, .ldb = W, .btype = core->btype, .c = acc, .ldc = W,
+                                          .accumulate = accumulate};
+                core->kern.gemm(&ga);
+            }
         }
         if (x->last_tile) {
             const pa_tview *out = part ? &p->dv : &p->dk;
             const float mul = part ? 1.0f : core->scale;
             for (int64_t r = 0; r < B; r++) {
-                for (int64_t d = 0; d < n; d++) row[d] = acc[d * Bp + r];
-                nsa_write_row(out, kb * B + r, n2, n, row, mul, 1);
+                const float *src_row = acc + r * W;
+                if (dot) {
+                    for (int64_t d = 0; d < n; d++) row[d] = acc[d * Bp + r];
+                    src_row = row;
+                }
+                nsa_write_row(out, kb * B + r, n2, n, src_row, mul, away);
             }
         }
     }
@@ -524,16 +416,16 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
         x.tn = PA_MIN(p->tile, sh->T1 - x.t0);
         x.first_tile = tile == 0;
         x.last_tile = tile == p->ntiles - 1;
-        pa_parallel_for(x.tn, tgrain, dot ? pack_tokens_dot : pack_tokens, &x);
+        pa_parallel_for(x.tn, tgrain, pack_tokens, &x);
         if (atomic_load(&x.oom)) return oom_fail();
         build_index(&x);
         /* pass 1a: chunks of 8 pairs (independent of the thread count) */
-        pa_parallel_for(x.cnt[sh->N2 * sh->NB - 1], 8, dot ? pass1_scores_dot : pass1_scores, &x);
-        pa_parallel_for(x.tn * sh->N2, 1, dot ? pass1_dq_dot : pass1_dq, &x);
+        pa_parallel_for(x.cnt[sh->N2 * sh->NB - 1], 8, pass1_scores, &x);
+        pa_parallel_for(x.tn * sh->N2, 1, pass1_dq, &x);
         if (atomic_load(&x.oom)) return oom_fail();
         /* pass-2 items: grain independent of the thread count, 1 unless there are many */
         const int64_t items2 = sh->N2 * sh->NB * 2;
-        pa_parallel_for(items2, PA_MAX((int64_t)1, items2 / 512), dot ? pass2_dot : pass2, &x);
+        pa_parallel_for(items2, PA_MAX((int64_t)1, items2 / 512), pass2, &x);
         if (atomic_load(&x.oom)) return oom_fail();
     }
     return ACLNN_SUCCESS;
