@@ -130,15 +130,16 @@ void nsa_gemm_avx2(const nsa_gemm_args *g) {
     nsa_tile_loop(&t, gemm_tile, &x);
 }
 
-/* ---- the bf16 dot GEMM, emulated: MR (<= 6) rows x 16 columns ---- */
+/* ---- the bf16 dot GEMM, emulated: MR (<= 4) rows x 16 columns ----
+ * (8 accumulators: with both halves of a B pair widened, 6 rows would spill) */
 
 NSA_INLINE __m256 odd_half(__m256i w) { return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xffff0000u))); }
 NSA_INLINE __m256 even_half(__m256i w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
 
 NSA_INLINE void dmk_body(const int MR, const nsa_panel *pan, int64_t np, int64_t kp, int64_t lda, int64_t m0,
                          int64_t n0, int64_t ldb, float *c, int64_t ldc, int load) {
-    __m256 acc[6][2];
-#pragma GCC unroll 6
+    __m256 acc[4][2];
+#pragma GCC unroll 4
     for (int i = 0; i < MR; i++) {
         acc[i][0] = load ? _mm256_loadu_ps(c + (m0 + i) * ldc + n0) : _mm256_setzero_ps();
         acc[i][1] = load ? _mm256_loadu_ps(c + (m0 + i) * ldc + n0 + 8) : _mm256_setzero_ps();
@@ -150,7 +151,7 @@ NSA_INLINE void dmk_body(const int MR, const nsa_panel *pan, int64_t np, int64_t
             const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
             const __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 8));
             const __m256 b0o = odd_half(w0), b0e = even_half(w0), b1o = odd_half(w1), b1e = even_half(w1);
-#pragma GCC unroll 6
+#pragma GCC unroll 4
             for (int i = 0; i < MR; i++) {
                 int32_t pair;
                 memcpy(&pair, a + i * lda + 2 * j, 4);
@@ -162,7 +163,7 @@ NSA_INLINE void dmk_body(const int MR, const nsa_panel *pan, int64_t np, int64_t
             b += ldb;
         }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int i = 0; i < MR; i++) {
         _mm256_storeu_ps(c + (m0 + i) * ldc + n0, acc[i][0]);
         _mm256_storeu_ps(c + (m0 + i) * ldc + n0 + 8, acc[i][1]);
@@ -180,9 +181,7 @@ DMK_DEF(1)
 DMK_DEF(2)
 DMK_DEF(3)
 DMK_DEF(4)
-DMK_DEF(5)
-DMK_DEF(6)
-static const dmk_fn dmk_table[6] = {dmk_1, dmk_2, dmk_3, dmk_4, dmk_5, dmk_6};
+static const dmk_fn dmk_table[4] = {dmk_1, dmk_2, dmk_3, dmk_4};
 
 static void dot_tile(const void *ctx, const nsa_panel *pan, int64_t np, int64_t m0, int64_t n0, int64_t mr,
                      int64_t nc, int load) {
@@ -196,7 +195,7 @@ void nsa_dot_avx2(const nsa_dot_args *g) {
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | NSA_MXCSR_DAZ_FTZ);
     const nsa_tiling t = {.m = g->m, .n = g->n, .panels = g->panels, .npanels = g->npanels, .k = g->kp,
-                          .kc = NSA_KC / 2, .mr = 6, .nr = 16, .a_bytes = 2 * ((g->m - 1) * g->lda + 2 * g->kp),
+                          .kc = NSA_KC, .mr = 4, .nr = 16, .a_bytes = 2 * ((g->m - 1) * g->lda + 2 * g->kp),
                           .b_bytes = 4 * ((g->kp - 1) * g->ldb + g->n), .accumulate = g->accumulate, .pf = g->pf,
                           .pf_bytes = g->pf_bytes};
     nsa_tile_loop(&t, dot_tile, g);
