@@ -9,8 +9,10 @@
  * repeatable executor each per thread) on S_i,
  * record event E_i on S_i, make C_i wait for E_i and copy the outputs there
  * (aclrtMemcpyAsync), and make S_i also wait for the neighbour's event
- * E_{i+1} (recorded concurrently by another thread). Every copied result must
- * be bitwise equal to a single-thread run. Exit status 0 iff all are. */
+ * E_{i+1} (recorded concurrently by another thread). Thread i runs the NSA ops
+ * with sparse mode (i % 2 ? 2 : 0) on fp32 inputs (i < 2) or bf16 ones (the bf16
+ * dot GEMM's path, i >= 2). Every copied result must be bitwise equal to a
+ * single-thread run. Exit status 0 iff all are. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdbool.h>
@@ -32,7 +34,7 @@
 #define SN 2
 #define SS1 4
 #define SS2 32
-/* NSA (relaxed mode, fp32): T1 queries, T2 keys, N1 = G * N2 heads */
+/* NSA (relaxed mode, fp32 or bf16): T1 queries, T2 keys, N1 = G * N2 heads */
 #define T1 8
 #define T2 16
 #define N1 2
@@ -81,8 +83,25 @@ static void drop(dtensor *d) {
     CHECK(aclrtFree(d->dev));
 }
 
-/* shared, read-only inputs */
-static dtensor g_grad, g_y, g_mask, g_q, g_k, g_v, g_o, g_do, g_max, g_sum, g_topk;
+/* shared, read-only inputs; [1]: the NSA inputs as bf16 */
+static dtensor g_grad, g_y, g_mask, g_q[2], g_k[2], g_v[2], g_o[2], g_do[2], g_max, g_sum, g_topk;
+
+/* bf16 of x, to nearest even (finite inputs) */
+static uint16_t to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* the fp32 array and its bf16 copy as g[0], g[1] */
+static void make_pair(dtensor g[2], const int64_t *dims, const float *host, int n) {
+    uint16_t *h16 = malloc((size_t)n * 2);
+    if (h16 == NULL) CHECK(1);
+    for (int i = 0; i < n; i++) h16[i] = to_bf16(host[i]);
+    make(&g[0], dims, 3, ACL_FLOAT, 4, host);
+    make(&g[1], dims, 3, ACL_BF16, 2, h16);
+    free(h16);
+}
 
 enum { OUT_SMSB, OUT_DQ, OUT_DK, OUT_DV, OUT_SMSF, OUT_AO, OUT_SMAX, OUT_SSUM, NOUT };
 
@@ -107,13 +126,15 @@ static void *run(void *arg) {
     CHECK(aclrtSetDevice(0));
     aclOpExecutor *nsa = NULL;
     uint64_t ws = 0;
+    const int bf = w->id / 2 % 2; /* NSA inputs: fp32 or bf16 */
     CHECK(aclnnNsaSelectedAttentionGradGetWorkspaceSize(
-        g_q.t, g_k.t, g_v.t, g_o.t, g_do.t, g_max.t, g_sum.t, g_topk.t, NULL, NULL, NULL, 0.35, BLK, CNT, N1,
-        (char *)"TND", w->id % 2 ? 2 : 0, w->out[OUT_DQ].t, w->out[OUT_DK].t, w->out[OUT_DV].t, &ws, &nsa));
+        g_q[bf].t, g_k[bf].t, g_v[bf].t, g_o[bf].t, g_do[bf].t, g_max.t, g_sum.t, g_topk.t, NULL, NULL, NULL, 0.35,
+        BLK, CNT, N1, (char *)"TND", w->id % 2 ? 2 : 0, w->out[OUT_DQ].t, w->out[OUT_DK].t, w->out[OUT_DV].t, &ws,
+        &nsa));
     CHECK(aclSetAclOpExecutorRepeatable(nsa));
     aclOpExecutor *fwd = NULL;
     uint64_t wsf = 0;
-    CHECK(aclnnNsaSelectedAttentionGetWorkspaceSize(g_q.t, g_k.t, g_v.t, g_topk.t, NULL, g_seq_q, g_seq_kv, 0.35, N1,
+    CHECK(aclnnNsaSelectedAttentionGetWorkspaceSize(g_q[bf].t, g_k[bf].t, g_v[bf].t, g_topk.t, NULL, g_seq_q, g_seq_kv, 0.35, N1,
                                                     (char *)"TND", w->id % 2 ? 2 : 0, BLK, CNT, w->out[OUT_SMAX].t,
                                                     w->out[OUT_SSUM].t, w->out[OUT_AO].t, &wsf, &fwd));
     CHECK(aclSetAclOpExecutorRepeatable(fwd));
@@ -162,7 +183,8 @@ static void worker_init(worker *w, int id, int iters) {
     const int64_t sdims[4] = {SB, SN, SS1, SS2}, q[3] = {T1, N1, HD}, k[3] = {T2, N2, HD}, st[3] = {T1, N1, 8};
     make(&w->out[OUT_SMSB], sdims, 4, ACL_FLOAT, 4, NULL);
     make(&w->out[OUT_SMSF], sdims, 4, ACL_FLOAT, 4, NULL);
-    make(&w->out[OUT_AO], q, 3, ACL_FLOAT, 4, NULL);
+    if (id / 2 % 2) make(&w->out[OUT_AO], q, 3, ACL_BF16, 2, NULL); /* the bf16 inputs' output */
+    else make(&w->out[OUT_AO], q, 3, ACL_FLOAT, 4, NULL);
     make(&w->out[OUT_SMAX], st, 3, ACL_FLOAT, 4, NULL);
     make(&w->out[OUT_SSUM], st, 3, ACL_FLOAT, 4, NULL);
     make(&w->out[OUT_DQ], q, 3, ACL_FLOAT, 4, NULL);
@@ -227,11 +249,11 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < T1 * N2 * CNT; i++) topk[i] = (int32_t)((i * 7 + 3) % (T2 / BLK));
     const int64_t qd[3] = {T1, N1, HD}, kd[3] = {T2, N2, HD}, st[3] = {T1, N1, 8}, td[3] = {T1, N2, CNT};
-    make(&g_q, qd, 3, ACL_FLOAT, 4, q);
-    make(&g_k, kd, 3, ACL_FLOAT, 4, k);
-    make(&g_v, kd, 3, ACL_FLOAT, 4, v);
-    make(&g_o, qd, 3, ACL_FLOAT, 4, o);
-    make(&g_do, qd, 3, ACL_FLOAT, 4, dout);
+    make_pair(g_q, qd, q, T1 * N1 * HD);
+    make_pair(g_k, kd, k, T2 * N2 * HD);
+    make_pair(g_v, kd, v, T2 * N2 * HD);
+    make_pair(g_o, qd, o, T1 * N1 * HD);
+    make_pair(g_do, qd, dout, T1 * N1 * HD);
     make(&g_max, st, 3, ACL_FLOAT, 4, smax);
     make(&g_sum, st, 3, ACL_FLOAT, 4, ssum);
     make(&g_topk, td, 3, ACL_INT32, 4, topk);
@@ -241,10 +263,10 @@ int main(int argc, char **argv) {
     g_seq_kv = aclCreateIntArray(seq_kv, 1);
     if (g_seq_q == NULL || g_seq_kv == NULL) CHECK(1);
 
-    /* reference: one thread, one iteration per sparse mode (thread ids 0 and 1) */
+    /* reference: one thread, one iteration per sparse mode and input dtype (thread ids 0 to 3) */
     static worker ws[THREADS];
-    unsigned char *ref[2][NOUT];
-    for (int m = 0; m < 2; m++) {
+    unsigned char *ref[4][NOUT];
+    for (int m = 0; m < 4; m++) {
         worker_init(&ws[m], m, 1);
         g_nthreads = 1;
         run(&ws[m]);
@@ -255,12 +277,12 @@ int main(int argc, char **argv) {
         }
         worker_free(&ws[m]);
     }
-    /* 4 threads; thread i uses sparse mode (i % 2 ? 2 : 0) and is checked against that reference */
+    /* 4 threads; thread i is checked against the reference of its sparse mode and dtype */
     g_nthreads = THREADS;
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++) {
         worker_init(&ws[i], i, iters);
-        ws[i].ref = ref[i % 2];
+        ws[i].ref = ref[i % 4];
     }
     for (int i = 0; i < THREADS; i++) {
         if (pthread_create(&th[i], NULL, run, &ws[i]) != 0) CHECK(1);
@@ -271,14 +293,18 @@ int main(int argc, char **argv) {
         bad += ws[i].mismatches;
         worker_free(&ws[i]);
     }
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < 4; m++) {
         for (int i = 0; i < NOUT; i++) free(ref[m][i]);
     }
     for (int i = 0; i < THREADS; i++) CHECK(aclrtDestroyEvent(g_events[i]));
     CHECK(aclDestroyIntArray(g_seq_q));
     CHECK(aclDestroyIntArray(g_seq_kv));
-    dtensor *ins[] = {&g_grad, &g_y, &g_mask, &g_q, &g_k, &g_v, &g_o, &g_do, &g_max, &g_sum, &g_topk};
+    dtensor *ins[] = {&g_grad, &g_y, &g_mask, &g_max, &g_sum, &g_topk};
     for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++) drop(ins[i]);
+    for (int b = 0; b < 2; b++) {
+        dtensor *pair[] = {&g_q[b], &g_k[b], &g_v[b], &g_o[b], &g_do[b]};
+        for (size_t i = 0; i < sizeof pair / sizeof pair[0]; i++) drop(pair[i]);
+    }
     CHECK(aclrtResetDevice(0));
     CHECK(aclFinalize());
     if (bad) {
