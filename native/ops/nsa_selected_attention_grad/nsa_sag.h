@@ -42,7 +42,7 @@ typedef struct nsa_sag_plan {
     int64_t slot_p, slot_ds; /* bytes of one pair's P and dS slots */
 
     /* workspace layout: byte offsets from the 64-byte aligned workspace base */
-    uint64_t off_q32, off_do32, off_q16, off_do16, off_mx, off_sm, off_dsum, off_tok, off_gblk;
+    uint64_t off_qrows, off_dorows, off_qcopy, off_docopy, off_mx, off_sm, off_dsum, off_tok, off_gblk;
     uint64_t off_krows, off_kt, off_vt, off_dkacc, off_dvacc;
     uint64_t off_p, off_ds, off_cnt, off_ent;
     uint64_t ws_size;  /* includes 64 bytes of alignment slack */

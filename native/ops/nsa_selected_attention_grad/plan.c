@@ -48,8 +48,8 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
 
     /* element counts; the dot GEMM's layouts (nsa_kv_pack, run.c) take the same bytes
      * as the fp32 GEMM's for B a multiple of 16 and D, Dv multiples of 16, except
-     * the transposed tile copies of Q and dO (q16 / do16 sections) */
-    int64_t qn, don, tn, gn, krn, ktn, vtn, pn, cn, en, nbp, q16n, do16n, accn, dvaccn;
+     * the transposed tile copies of Q and dO (qcopy / docopy sections) */
+    int64_t qn, don, tn, gn, krn, ktn, vtn, pn, cn, en, nbp, qcn, docn, accn, dvaccn;
     const int64_t D2 = dot ? sh->Dp : sh->D, Dv2 = dot ? sh->Dvp : sh->Dv;
     const int64_t kvrows = dot ? sh->NB * 2 * sh->Bh : sh->T2; /* K rows (dot: pairs of rows per block) */
     if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !nsa_mul3(tile, sh->N1, sh->Dp, &qn) ||
@@ -62,17 +62,17 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
         return false;
     }
     if (dot) { /* transposed bf16 copies [tile][N2][Dp|Dvp][Gp] */
-        if (!nsa_mul3(tile, sh->N2, sh->Dp * sh->Gp, &q16n) || !nsa_mul3(tile, sh->N2, sh->Dvp * sh->Gp, &do16n)) {
+        if (!nsa_mul3(tile, sh->N2, sh->Dp * sh->Gp, &qcn) || !nsa_mul3(tile, sh->N2, sh->Dvp * sh->Gp, &docn)) {
             return false;
         }
     } else {
-        q16n = half ? qn : 0;
-        do16n = half ? don : 0;
+        qcn = half ? qn : 0;
+        docn = half ? don : 0;
     }
     uint64_t off = 0;
     const int64_t rowb = dot ? 2 : 4; /* Q / dO rows: bf16 (dot) or fp32 */
-    if (!nsa_ws_section(&off, &p->off_q32, qn, rowb) || !nsa_ws_section(&off, &p->off_do32, don, rowb) ||
-        !nsa_ws_section(&off, &p->off_q16, q16n, 2) || !nsa_ws_section(&off, &p->off_do16, do16n, 2) ||
+    if (!nsa_ws_section(&off, &p->off_qrows, qn, rowb) || !nsa_ws_section(&off, &p->off_dorows, don, rowb) ||
+        !nsa_ws_section(&off, &p->off_qcopy, qcn, 2) || !nsa_ws_section(&off, &p->off_docopy, docn, 2) ||
         !nsa_ws_section(&off, &p->off_mx, tn, 4) || !nsa_ws_section(&off, &p->off_sm, tn, 4) ||
         !nsa_ws_section(&off, &p->off_dsum, tn, 4) || !nsa_ws_section(&off, &p->off_tok, sh->T1, 16) ||
         !nsa_ws_section(&off, &p->off_gblk, gn, 4) || !nsa_ws_section(&off, &p->off_krows, krn, es) ||

@@ -43,10 +43,10 @@ PA_API aclnnStatus aclnnNsaSelectedAttentionGrad(void *workspace, uint64_t works
 
 typedef struct nsa_ctx {
     const nsa_sag_plan *p;
-    float *q32, *do32, *mx, *sm, *dsum, *dkacc, *dvacc;
+    float *mx, *sm, *dsum, *dkacc, *dvacc;
+    char *qrows, *dorows;      /* the tile's Q / dO rows (S's and dP's A): fp32, or bf16 (dot) */
+    char *qcopy, *docopy;      /* their copies for pass 2: 16-bit rows (B), or transposed bf16 (dot: A) */
     char *P, *dS;              /* per pair slots of slot_p / slot_ds bytes */
-    char *q16, *do16;          /* btype copies of q32 / do32 rows (B operands of pass 2);
-                                * dot: q32 / do32 hold bf16 rows, q16 / do16 the transposed copies */
     char *krows, *kt, *vt;     /* B operands in the core's btype */
     int64_t *tok; /* [T1][2]: local position s, first global KV block of the batch */
     int32_t *gblk;
@@ -75,17 +75,17 @@ static void pack_tokens(void *ctx, int64_t begin, int64_t end) {
         return;
     }
     float *grow = orow + sh->Dv; /* dot: dO in fp32 for Dsum */
-    uint16_t *q16 = (uint16_t *)(void *)x->q32, *do16 = (uint16_t *)(void *)x->do32;
+    uint16_t *q16 = (uint16_t *)(void *)x->qrows, *do16 = (uint16_t *)(void *)x->dorows;
     for (int64_t tl = begin; tl < end; tl++) {
         const int64_t t = x->t0 + tl;
         for (int64_t h = 0; h < sh->N1; h++) {
             const int64_t row = tl * sh->N1 + h;
-            float *g = dot ? grow : x->do32 + row * Dvp;
+            float *g = dot ? grow : (float *)(void *)x->dorows + row * Dvp;
             if (dot) {
                 nsa_read_row_bf16(&p->q, t, h, sh->D, Dp, q16 + row * Dp);
                 nsa_read_row_bf16(&p->dout, t, h, sh->Dv, Dvp, do16 + row * Dvp);
             } else {
-                float *q = x->q32 + row * Dp;
+                float *q = (float *)(void *)x->qrows + row * Dp;
                 nsa_read_row(&p->q, t, h, sh->D, q);
                 for (int64_t d = sh->D; d < Dp; d++) q[d] = 0.0f;
             }
@@ -98,14 +98,14 @@ static void pack_tokens(void *ctx, int64_t begin, int64_t end) {
             nsa_read_row(&p->smax, t, h, 1, x->mx + row);
             nsa_read_row(&p->ssum, t, h, 1, x->sm + row);
             if (!dot && bt != NSA_B_F32) { /* exact: the values came from the input dtype */
-                nsa_store_b(x->q16 + row * Dp * 2, bt, x->q32 + row * Dp, Dp, Dp);
-                nsa_store_b(x->do16 + row * Dvp * 2, bt, g, Dvp, Dvp);
+                nsa_store_b(x->qcopy + row * Dp * 2, bt, (const float *)(const void *)x->qrows + row * Dp, Dp, Dp);
+                nsa_store_b(x->docopy + row * Dvp * 2, bt, g, Dvp, Dvp);
             }
         }
         for (int64_t n2 = 0; dot && n2 < sh->N2; n2++) {
             const int64_t r0 = tl * sh->N1 + n2 * G; /* first row of the group */
-            uint16_t *qd = (uint16_t *)(void *)x->q16 + (tl * sh->N2 + n2) * Dp * Gp;
-            uint16_t *dd = (uint16_t *)(void *)x->do16 + (tl * sh->N2 + n2) * Dvp * Gp;
+            uint16_t *qd = (uint16_t *)(void *)x->qcopy + (tl * sh->N2 + n2) * Dp * Gp;
+            uint16_t *dd = (uint16_t *)(void *)x->docopy + (tl * sh->N2 + n2) * Dvp * Gp;
             for (int64_t g = 0; g < G; g++) {
                 for (int64_t d = 0; d < Dp; d++) qd[d * Gp + g] = q16[(r0 + g) * Dp + d];
                 for (int64_t d = 0; d < Dvp; d++) dd[d * Gp + g] = do16[(r0 + g) * Dvp + d];
@@ -149,7 +149,7 @@ static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
         atomic_store(&x->oom, 1);
         return;
     }
-    const char *q = (const char *)x->q32, *dout = (const char *)x->do32;
+    const char *q = x->qrows, *dout = x->dorows;
     for (int64_t j = begin; j < end; j++) {
         const int64_t e = x->ent[j];
         const int64_t it = e / C, i = e % C;
@@ -322,7 +322,7 @@ static void pass2(void *ctx, int64_t begin, int64_t end) {
         const char *slots = part ? x->P : x->dS;
         const int64_t slot_bytes = part ? p->slot_p : p->slot_ds;
         /* the tile's Q / dO: fp32 GEMM 16-bit (or fp32) rows [tile][N1][W]; dot [tile][N2][W][Gp] */
-        const char *src = dot || half ? (part ? x->do16 : x->q16) : (const char *)(part ? x->do32 : x->q32);
+        const char *src = dot || half ? (part ? x->docopy : x->qcopy) : (part ? x->dorows : x->qrows);
         const int64_t es = dot || half ? 2 : 4;
         if (hi == lo && x->first_tile) memset(acc, 0, (size_t)(rows * cols) * sizeof(float));
         for (int64_t j0 = lo; j0 < hi; j0 += maxpairs) {
@@ -379,10 +379,10 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
     int rc = nsa_run_begin(NSA_SAG_RUN_API, p, &p->core, &p->topk, workspace, workspace_size, p->ws_size, p->off_tok,
                            p->off_gblk, &ws, &x.tok, &x.gblk);
     if (rc != ACLNN_SUCCESS) return rc;
-    x.q32 = (float *)(void *)(ws + p->off_q32);
-    x.do32 = (float *)(void *)(ws + p->off_do32);
-    x.q16 = ws + p->off_q16;
-    x.do16 = ws + p->off_do16;
+    x.qrows = ws + p->off_qrows;
+    x.dorows = ws + p->off_dorows;
+    x.qcopy = ws + p->off_qcopy;
+    x.docopy = ws + p->off_docopy;
     x.mx = (float *)(void *)(ws + p->off_mx);
     x.sm = (float *)(void *)(ws + p->off_sm);
     x.dsum = (float *)(void *)(ws + p->off_dsum);
