@@ -86,6 +86,7 @@ typedef struct nsa_gemm_args {
      * during their last panel chunk, as they prefetch their own next chunk */
     const void *pf;
     int64_t pf_bytes;
+    int32_t no_prefetch;    /* 1: no software prefetch at all (where it costs more than it saves) */
 } nsa_gemm_args;
 
 /* ---- the bf16 dot-product GEMM (bf16 inputs at the NPU's precision) ----
@@ -114,8 +115,9 @@ typedef struct nsa_dot_args {
     float *c;
     int64_t ldc;
     int32_t accumulate;
-    const void *pf;         /* prefetch hint, as in nsa_gemm_args */
+    const void *pf;         /* prefetch hint and switch, as in nsa_gemm_args */
     int64_t pf_bytes;
+    int32_t no_prefetch;
 } nsa_dot_args;
 
 /* ---- the bf16 softmax gradient of two rows (the dot path of the grad) ----

@@ -126,7 +126,7 @@ void nsa_gemm_avx2(const nsa_gemm_args *g) {
                           .mr = 6, .nr = 16,
                           .a_bytes = 4 * (layout == 0 ? (M - 1) * g->a_sm + K : (K - 1) * g->a_sk + M),
                           .b_bytes = es * ((K - 1) * g->ldb + N), .accumulate = g->accumulate, .pf = g->pf,
-                          .pf_bytes = g->pf_bytes};
+                          .pf_bytes = g->pf_bytes, .no_prefetch = g->no_prefetch};
     nsa_tile_loop(&t, gemm_tile, &x);
 }
 
@@ -197,7 +197,7 @@ void nsa_dot_avx2(const nsa_dot_args *g) {
     const nsa_tiling t = {.m = g->m, .n = g->n, .panels = g->panels, .npanels = g->npanels, .k = g->kp,
                           .kc = NSA_KC, .mr = 4, .nr = 16, .a_bytes = 2 * ((g->m - 1) * g->lda + 2 * g->kp),
                           .b_bytes = 4 * ((g->kp - 1) * g->ldb + g->n), .accumulate = g->accumulate, .pf = g->pf,
-                          .pf_bytes = g->pf_bytes};
+                          .pf_bytes = g->pf_bytes, .no_prefetch = g->no_prefetch};
     nsa_tile_loop(&t, dot_tile, g);
     _mm_setcsr(csr);
 }

@@ -106,7 +106,7 @@ static void zdot_run(const nsa_dot_args *g, int bf) {
     const nsa_tiling t = {.m = g->m, .n = g->n, .panels = g->panels, .npanels = g->npanels, .k = g->kp,
                           .kc = NSA_DOT_KC, .mr = 8, .nr = 32, .a_bytes = 2 * ((g->m - 1) * g->lda + 2 * g->kp),
                           .b_bytes = 4 * ((g->kp - 1) * g->ldb + g->n), .accumulate = g->accumulate, .pf = g->pf,
-                          .pf_bytes = g->pf_bytes};
+                          .pf_bytes = g->pf_bytes, .no_prefetch = g->no_prefetch};
     nsa_tile_loop(&t, zdot_tile, &x);
 }
 

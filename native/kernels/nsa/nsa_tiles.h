@@ -66,6 +66,7 @@ typedef struct nsa_tiling {
     int32_t accumulate;
     const void *pf;
     int64_t pf_bytes;
+    int32_t no_prefetch;
 } nsa_tiling;
 
 /* Micro-kernel call: C[m0 .. m0+mr) x [n0 .. n0+nc) over np panels from pan,
@@ -81,7 +82,9 @@ NSA_INLINE void nsa_tile_loop(const nsa_tiling *t, nsa_tile_fn mk, const void *c
         const int64_t np = pc < t->npanels - p0 ? pc : t->npanels - p0;
         const int load = t->accumulate || p0 > 0;
         nsa_pf_walk w = {.cnt = 0};
-        if (p0 + np < t->npanels) {
+        if (t->no_prefetch) {
+            /* nothing to walk */
+        } else if (p0 + np < t->npanels) {
             const int64_t nn = pc < t->npanels - p0 - np ? pc : t->npanels - p0 - np;
             for (int64_t q = p0 + np; q < p0 + np + nn; q++) {
                 nsa_pf_add(&w, t->panels[q].b, t->b_bytes);

@@ -437,13 +437,15 @@ void nsa_mm_run(const nsa_core *core, const nsa_mm *mm) {
     if (core->dot) {
         const nsa_dot_args g = {.m = mm->m, .n = mm->n, .kp = (mm->k + 1) / 2, .panels = mm->panels,
                                 .npanels = mm->npanels, .lda = mm->lda, .ldb = mm->ldb, .c = mm->c, .ldc = mm->ldc,
-                                .accumulate = mm->accumulate, .pf = mm->pf, .pf_bytes = mm->pf_bytes};
+                                .accumulate = mm->accumulate, .pf = mm->pf, .pf_bytes = mm->pf_bytes,
+                                .no_prefetch = mm->no_prefetch};
         core->kern.dot(&g);
         return;
     }
     const nsa_gemm_args g = {.m = mm->m, .n = mm->n, .k = mm->k, .panels = mm->panels, .npanels = mm->npanels,
                              .a_sm = mm->lda, .a_sk = 1, .ldb = mm->ldb, .btype = core->btype, .c = mm->c,
-                             .ldc = mm->ldc, .accumulate = mm->accumulate, .pf = mm->pf, .pf_bytes = mm->pf_bytes};
+                             .ldc = mm->ldc, .accumulate = mm->accumulate, .pf = mm->pf, .pf_bytes = mm->pf_bytes,
+                             .no_prefetch = mm->no_prefetch};
     core->kern.gemm(&g);
 }
 

@@ -155,8 +155,9 @@ typedef struct nsa_mm {
     float *c;
     int64_t ldc;
     int32_t accumulate;
-    const void *pf;           /* prefetch hint (nsa_gemm_args) */
+    const void *pf;           /* prefetch hint and switch (nsa_gemm_args) */
     int64_t pf_bytes;
+    int32_t no_prefetch;
 } nsa_mm;
 void nsa_mm_run(const nsa_core *core, const nsa_mm *mm);
 
