@@ -348,6 +348,11 @@ int nsa_core_init(const char *api, nsa_core *c, const nsa_shape *sh, double scal
              : c->btype == NSA_B_BF16  ? NSA_ROUND_BF16
                                        : NSA_ROUND_NONE;
     c->dot = c->btype == NSA_B_BF16 && mode == NSA_PRECISION_NPU;
+    /* the layouts of nsa_kv_pack (small: D <= 65536, B <= 1024) */
+    c->blk_kt = c->dot ? sh->Dp * sh->Bp * 2 : sh->D * sh->Bp * c->esize;
+    c->blk_vt = c->dot ? sh->Dvp * sh->Bp * 2 : sh->Dv * sh->Bp * c->esize;
+    c->blk_krows = c->dot ? sh->Bh * sh->Dp * 4 : sh->B * sh->Dp * c->esize;
+    c->blk_vrows = c->dot ? sh->Bh * sh->Dvp * 4 : sh->B * sh->Dvp * c->esize;
     c->kern = nsa_kernels_select(pa_cpu_isa());
     return ACLNN_SUCCESS;
 }
@@ -625,33 +630,35 @@ static void store_pairs_rows(uint32_t *dst, const uint16_t *rows, int64_t W, int
 
 /* scratch: fp32 B*(Dp + Dv) + max(D, Dv)*Bp, or bf16 B*(Dp + Dvp) for the dot layouts */
 static void pack_kv_block(const nsa_kv_pack *pk, int64_t it, float *scratch) {
-    const nsa_shape *sh = &pk->core->sh;
-    const int bt = pk->core->btype;
-    const int64_t es = pk->core->esize;
+    const nsa_core *c = pk->core;
+    const nsa_shape *sh = &c->sh;
+    const int bt = c->btype;
+    const int64_t es = c->esize;
     const int64_t B = sh->B, Bp = sh->Bp, D = sh->D, Dv = sh->Dv, Dp = sh->Dp, Dvp = sh->Dvp;
     const int64_t n2 = it / sh->NB, kb = it % sh->NB;
-    if (pk->core->dot) {
+    char *kt = pk->kt ? pk->kt + it * c->blk_kt : NULL, *vt = pk->vt ? pk->vt + it * c->blk_vt : NULL;
+    char *kr = pk->krows ? pk->krows + it * c->blk_krows : NULL, *vr = pk->vrows ? pk->vrows + it * c->blk_vrows : NULL;
+    if (c->dot) {
         uint16_t *k = (uint16_t *)(void *)scratch, *v = k + B * Dp;
         for (int64_t r = 0; r < B; r++) {
             nsa_read_row_bf16(pk->k, kb * B + r, n2, D, Dp, k + r * Dp);
             nsa_read_row_bf16(pk->v, kb * B + r, n2, Dv, Dvp, v + r * Dvp);
         }
-        if (pk->kt2 != NULL) store_pairs_t(pk->kt2 + it * (Dp / 2) * Bp, k, Dp, B, Bp);
-        if (pk->vt2 != NULL) store_pairs_t(pk->vt2 + it * (Dvp / 2) * Bp, v, Dvp, B, Bp);
-        if (pk->ki2 != NULL) store_pairs_rows(pk->ki2 + it * sh->Bh * Dp, k, Dp, B, sh->Bh);
-        if (pk->vi2 != NULL) store_pairs_rows(pk->vi2 + it * sh->Bh * Dvp, v, Dvp, B, sh->Bh);
+        if (kt != NULL) store_pairs_t((uint32_t *)(void *)kt, k, Dp, B, Bp);
+        if (vt != NULL) store_pairs_t((uint32_t *)(void *)vt, v, Dvp, B, Bp);
+        if (kr != NULL) store_pairs_rows((uint32_t *)(void *)kr, k, Dp, B, sh->Bh);
+        if (vr != NULL) store_pairs_rows((uint32_t *)(void *)vr, v, Dvp, B, sh->Bh);
         return;
     }
     float *k = scratch, *vrow = scratch + B * Dp, *col = vrow + B * Dv;
     for (int64_t r = 0; r < B; r++) {
-        const int64_t row = n2 * sh->T2 + kb * B + r;
         nsa_read_row(pk->k, kb * B + r, n2, D, k + r * Dp);
         nsa_read_row(pk->v, kb * B + r, n2, Dv, vrow + r * Dv);
-        if (pk->krows != NULL) nsa_store_b(pk->krows + row * Dp * es, bt, k + r * Dp, D, Dp);
-        if (pk->vrows != NULL) nsa_store_b(pk->vrows + row * Dvp * es, bt, vrow + r * Dv, Dv, Dvp);
+        if (kr != NULL) nsa_store_b(kr + r * Dp * es, bt, k + r * Dp, D, Dp);
+        if (vr != NULL) nsa_store_b(vr + r * Dvp * es, bt, vrow + r * Dv, Dv, Dvp);
     }
-    if (pk->kt != NULL) store_transposed(pk->kt + it * D * Bp * es, bt, es, k, Dp, D, B, Bp, col);
-    if (pk->vt != NULL) store_transposed(pk->vt + it * Dv * Bp * es, bt, es, vrow, Dv, Dv, B, Bp, col);
+    if (kt != NULL) store_transposed(kt, bt, es, k, Dp, D, B, Bp, col);
+    if (vt != NULL) store_transposed(vt, bt, es, vrow, Dv, Dv, B, Bp, col);
 }
 
 typedef struct pack_job {

@@ -36,6 +36,8 @@ typedef struct nsa_core {
     int32_t btype;         /* storage of the packed input copies (the GEMMs' B operands): nsa_btype */
     int32_t esize;         /* bytes per element of btype */
     int32_t dot;           /* bf16 inputs at the NPU's precision: every product on the bf16 dot GEMM */
+    /* bytes of one (n2, key block) of each packed K / V layout (nsa_kv_pack) */
+    int64_t blk_kt, blk_vt, blk_krows, blk_vrows;
     nsa_kernels kern;
     size_t seq_q_off, seq_kv_off; /* byte offsets of the cumulative lengths in the blob */
 } nsa_core;
@@ -179,21 +181,21 @@ void nsa_read_row_bf16(const pa_tview *v, int64_t i0, int64_t i1, int64_t n, int
 int nsa_index_topk(const char *api, const pa_tview *topk, const int64_t *seq_q, const int64_t *seq_kv,
                    int64_t nbatch, int64_t N2, int64_t C, int64_t B, int64_t *tok, int32_t *gblk);
 
-/* K/V packing of every (n2, key block) into B operands; NULL: not wanted.
- * fp32 GEMM, the core's btype (element size esize; row order by nsa_store_b):
- *   krows  K rows [N2][T2][Dp]            kt  K^T blocks [N2*NB][D][Bp]
- *   vrows  V rows [N2][T2][Dvp]           vt  V^T blocks [N2*NB][Dv][Bp]
- * bf16 dot GEMM (core->dot), 32-bit words = bf16 pairs:
- *   kt2    [N2*NB][Dp/2][Bp]   (K[key][2j], K[key][2j+1]) at [j][key]   (S = Q K^T)
- *   vt2    [N2*NB][Dvp/2][Bp]  the same for V                           (dP = dO V^T)
- *   ki2    [N2*NB][Bh][Dp]     (K[2j][d], K[2j+1][d]) at [j][d]          (dq = dS K)
- *   vi2    [N2*NB][Bh][Dvp]    the same for V                           (O = P V)
+/* K/V packing of every (n2, key block) into B operands; NULL: not wanted. Block
+ * (n2, kb) starts at (n2*NB + kb) * core->blk_<name> bytes. The fp32 GEMM's
+ * layouts, in the core's btype (row order by nsa_store_b):
+ *   kt     K^T  [D][Bp]         (S = Q K^T)     krows  K rows [B][Dp]   (dq = dS K)
+ *   vt     V^T  [Dv][Bp]        (dP = dO V^T)   vrows  V rows [B][Dvp]  (O = P V)
+ * the bf16 dot GEMM's (core->dot), in 32-bit words = bf16 pairs:
+ *   kt     [Dp/2][Bp]: (K[key][2j], K[key][2j+1]) at [j][key]
+ *   vt     [Dvp/2][Bp]: the same for V
+ *   krows  [Bh][Dp]:   (K[2j][d], K[2j+1][d]) at [j][d]
+ *   vrows  [Bh][Dvp]:  the same for V
  * Keys and dims beyond the block / D / Dv are zeros. */
 typedef struct nsa_kv_pack {
     const pa_tview *k, *v;
     const nsa_core *core;
-    char *krows, *kt, *vt, *vrows;
-    uint32_t *kt2, *vt2, *ki2, *vi2;
+    char *kt, *vt, *krows, *vrows;
 } nsa_kv_pack;
 /* Packs every (n2, key block) in parallel; false if kernel scratch ran out. */
 bool nsa_pack_kv(const nsa_kv_pack *pk);

@@ -10,19 +10,13 @@
 
 bool nsa_sa_layout(nsa_sa_plan *p) {
     const nsa_shape *sh = &p->core.sh;
-    const int64_t es = p->core.esize;
-    /* K^T blocks and V rows: [N2*NB][D][Bp] / [N2][T2][Dvp] in the input dtype, or
-     * for the bf16 dot GEMM [N2*NB][Dp/2][Bp] / [N2*NB][Bh][Dvp] pairs (nsa_kv_pack) */
-    const int dot = p->core.dot;
-    int64_t gn, ktn, vn, nbp, nbh;
-    if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !pa_mul_ok(sh->NB, 2 * sh->Bh, &nbh) ||
-        !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) || !nsa_mul3(sh->N2, nbp, dot ? sh->Dp : sh->D, &ktn) ||
-        !nsa_mul3(sh->N2, dot ? nbh : sh->T2, sh->Dvp, &vn)) {
-        return false;
-    }
+    /* K^T blocks and V rows, one per (n2, key block), in nsa_kv_pack's layouts */
+    int64_t gn, nblk;
+    if (!nsa_mul3(sh->T1, sh->N2, sh->C, &gn) || !pa_mul_ok(sh->N2, sh->NB, &nblk)) return false;
     uint64_t off = 0;
     if (!nsa_ws_section(&off, &p->off_tok, sh->T1, 16) || !nsa_ws_section(&off, &p->off_gblk, gn, 4) ||
-        !nsa_ws_section(&off, &p->off_kt, ktn, es) || !nsa_ws_section(&off, &p->off_vrows, vn, es)) {
+        !nsa_ws_section(&off, &p->off_kt, nblk, p->core.blk_kt) ||
+        !nsa_ws_section(&off, &p->off_vrows, nblk, p->core.blk_vrows)) {
         return false;
     }
     if (off > UINT64_MAX - 64u) return false;

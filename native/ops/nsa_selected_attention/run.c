@@ -84,8 +84,6 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
     const nsa_core *core = &p->core;
     const nsa_shape *sh = &core->sh;
     const int64_t G = sh->G, C = sh->C, B = sh->B, Bp = sh->Bp, D = sh->D, Dp = sh->Dp, Dvp = sh->Dvp, N2 = sh->N2;
-    const int64_t es = core->esize;
-    const int64_t Dk = core->dot ? Dp : D; /* K^T rows per block */
     const int npu = core->precision == NSA_PRECISION_NPU;
     item_scratch sc;
     char *base = pa_thread_scratch(scratch_bytes(sh, &sc, NULL));
@@ -125,7 +123,7 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
          * prefetchers follow each block's stream; prefetching cost ~10% here) */
         for (int64_t i = 0; i < C; i++) {
             if (sc.nvis[i] == 0) continue;
-            const nsa_panel one = {sc.q32, x->kt + (n2 * sh->NB + gb[i]) * Dk * Bp * es};
+            const nsa_panel one = {sc.q32, x->kt + (n2 * sh->NB + gb[i]) * core->blk_kt};
             const nsa_mm ms = {.m = G, .n = Bp, .k = D, .panels = &one, .npanels = 1, .lda = Dp, .ldb = Bp,
                                .c = sc.S + i * G * Bp, .ldc = Bp, .accumulate = 0, .no_prefetch = 1};
             nsa_mm_run(core, &ms);
@@ -178,9 +176,7 @@ static void attend(void *ctx, int64_t begin, int64_t end) {
                 }
                 sc.pan[np].a = sc.S + i * G * Bp;
             }
-            /* V rows of the block (fma: [N2][T2][Dvp]; dot: [N2*NB][Bh][Dvp] pairs, the same bytes for even B) */
-            sc.pan[np].b = x->vrows + (core->dot ? (n2 * sh->NB + gb[i]) * sh->Bh * Dvp * 4
-                                                 : (n2 * sh->T2 + (int64_t)gb[i] * B) * Dvp * es);
+            sc.pan[np].b = x->vrows + (n2 * sh->NB + gb[i]) * core->blk_vrows;
             np++;
         }
         const nsa_mm mv = {.m = G, .n = Dvp, .k = B, .panels = sc.pan, .npanels = np, .lda = Bp, .ldb = Dvp,
@@ -222,14 +218,7 @@ int nsa_sa_run(const void *plan, void *workspace, uint64_t workspace_size) {
     x.kt = ws + p->off_kt;
     x.vrows = ws + p->off_vrows;
 
-    nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core};
-    if (p->core.dot) {
-        pk.kt2 = (uint32_t *)(void *)x.kt;
-        pk.vi2 = (uint32_t *)(void *)x.vrows;
-    } else {
-        pk.kt = x.kt;
-        pk.vrows = x.vrows;
-    }
+    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .kt = x.kt, .vrows = x.vrows};
     if (!nsa_pack_kv(&pk)) return oom_fail();
 
     /* items (token, n2); chunks of about 2^20 multiply-adds, independent of the thread count */

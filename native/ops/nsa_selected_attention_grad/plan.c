@@ -10,7 +10,6 @@
 
 bool nsa_sag_layout(nsa_sag_plan *p) {
     const nsa_shape *sh = &p->core.sh;
-    const int64_t es = p->core.esize;
     const int dot = p->core.dot;
     const int half = p->core.btype != NSA_B_F32;   /* fp32 GEMM: 16-bit copies of Q and dO rows */
     const int64_t hb = half ? 6 : 4;               /* fp32 GEMM: bytes per packed Q / dO element */
@@ -46,19 +45,14 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
     p->tile = tile;
     p->ntiles = (sh->T1 + tile - 1) / tile;
 
-    /* element counts; the dot GEMM's layouts (nsa_kv_pack, run.c) take the same bytes
-     * as the fp32 GEMM's for B a multiple of 16 and D, Dv multiples of 16, except
-     * the transposed tile copies of Q and dO (qcopy / docopy sections) */
-    int64_t qn, don, tn, gn, krn, ktn, vtn, pn, cn, en, nbp, qcn, docn, accn, dvaccn;
-    const int64_t D2 = dot ? sh->Dp : sh->D, Dv2 = dot ? sh->Dvp : sh->Dv;
-    const int64_t kvrows = dot ? sh->NB * 2 * sh->Bh : sh->T2; /* K rows (dot: pairs of rows per block) */
-    if (!pa_mul_ok(sh->NB, sh->Bp, &nbp) || !nsa_mul3(tile, sh->N1, sh->Dp, &qn) ||
-        !nsa_mul3(tile, sh->N1, sh->Dvp, &don) || !pa_mul_ok(tile, sh->N1, &tn) ||
-        !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) || !nsa_mul3(sh->N2, kvrows, sh->Dp, &krn) ||
-        !nsa_mul3(sh->N2, nbp, D2, &ktn) || !nsa_mul3(sh->N2, nbp, Dv2, &vtn) ||
-        !nsa_mul3(sh->N2, dot ? nbp : sh->T2, sh->Dp, &accn) || !nsa_mul3(sh->N2, dot ? nbp : sh->T2, sh->Dvp, &dvaccn) ||
-        !nsa_mul3(tile, sh->N2, sh->C, &pn) ||
-        !pa_mul_ok(sh->N2, sh->NB, &cn) || !nsa_mul3(tile, sh->N2, sh->C, &en)) {
+    /* element counts; per (n2, key block): the packed K / V layouts (nsa_kv_pack) and
+     * the dk / dv fp32 accumulators ([B][Dp|Dvp], or transposed [Dp|Dvp][Bp] for the
+     * dot GEMM) */
+    int64_t qn, don, tn, gn, pn, nblk, qcn, docn; /* pn: the tile's pairs (slots, index entries) */
+    const int64_t accr = dot ? sh->Bp : sh->B; /* accumulator rows (dot: columns) per block */
+    if (!nsa_mul3(tile, sh->N1, sh->Dp, &qn) || !nsa_mul3(tile, sh->N1, sh->Dvp, &don) ||
+        !pa_mul_ok(tile, sh->N1, &tn) || !nsa_mul3(sh->T1, sh->N2, sh->C, &gn) ||
+        !nsa_mul3(tile, sh->N2, sh->C, &pn) || !pa_mul_ok(sh->N2, sh->NB, &nblk)) {
         return false;
     }
     if (dot) { /* transposed bf16 copies [tile][N2][Dp|Dvp][Gp] */
@@ -75,11 +69,14 @@ bool nsa_sag_layout(nsa_sag_plan *p) {
         !nsa_ws_section(&off, &p->off_qcopy, qcn, 2) || !nsa_ws_section(&off, &p->off_docopy, docn, 2) ||
         !nsa_ws_section(&off, &p->off_mx, tn, 4) || !nsa_ws_section(&off, &p->off_sm, tn, 4) ||
         !nsa_ws_section(&off, &p->off_dsum, tn, 4) || !nsa_ws_section(&off, &p->off_tok, sh->T1, 16) ||
-        !nsa_ws_section(&off, &p->off_gblk, gn, 4) || !nsa_ws_section(&off, &p->off_krows, krn, es) ||
-        !nsa_ws_section(&off, &p->off_kt, ktn, es) || !nsa_ws_section(&off, &p->off_vt, vtn, es) ||
-        !nsa_ws_section(&off, &p->off_dkacc, accn, 4) || !nsa_ws_section(&off, &p->off_dvacc, dvaccn, 4) ||
+        !nsa_ws_section(&off, &p->off_gblk, gn, 4) ||
+        !nsa_ws_section(&off, &p->off_krows, nblk, p->core.blk_krows) ||
+        !nsa_ws_section(&off, &p->off_kt, nblk, p->core.blk_kt) ||
+        !nsa_ws_section(&off, &p->off_vt, nblk, p->core.blk_vt) ||
+        !nsa_ws_section(&off, &p->off_dkacc, nblk, accr * sh->Dp * 4) ||
+        !nsa_ws_section(&off, &p->off_dvacc, nblk, accr * sh->Dvp * 4) ||
         !nsa_ws_section(&off, &p->off_p, pn, p->slot_p) || !nsa_ws_section(&off, &p->off_ds, pn, p->slot_ds) ||
-        !nsa_ws_section(&off, &p->off_cnt, cn + 1, 8) || !nsa_ws_section(&off, &p->off_ent, en, 4)) {
+        !nsa_ws_section(&off, &p->off_cnt, nblk + 1, 8) || !nsa_ws_section(&off, &p->off_ent, pn, 4)) {
         return false;
     }
     if (off > UINT64_MAX - 64u) return false;

@@ -143,7 +143,6 @@ static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
     const nsa_kernels *kn = &core->kern;
     const int dot = core->dot;
     const int64_t rb = dot ? 2 : 4;                        /* bytes per element of the Q / dO rows */
-    const int64_t kb = dot ? Dp * Bp * 2 : sh->D * Bp * core->esize, vb = dot ? Dvp * Bp * 2 : sh->Dv * Bp * core->esize;
     float *S = NULL, *dP = NULL;
     if (dot && (S = pa_thread_scratch((size_t)(2 * G * Bp) * sizeof(float))) == NULL) {
         atomic_store(&x->oom, 1);
@@ -166,13 +165,13 @@ static void pass1_scores(void *ctx, int64_t begin, int64_t end) {
         } else {
             dP = S + G * Bp;
         }
-        nsa_panel one = {q + h0 * Dp * rb, x->kt + blk * kb};
+        nsa_panel one = {q + h0 * Dp * rb, x->kt + blk * core->blk_kt};
         /* prefetched meanwhile: this pair's dO rows (the dP GEMM's A), then the next pair's Q rows */
         nsa_mm mm = {.m = G, .n = Bp, .k = sh->D, .panels = &one, .npanels = 1, .lda = Dp, .ldb = Bp, .c = S,
                      .ldc = Bp, .accumulate = 0, .pf = dout + h0 * Dvp * rb, .pf_bytes = G * Dvp * rb};
         nsa_mm_run(core, &mm);
         one.a = dout + h0 * Dvp * rb;
-        one.b = x->vt + blk * vb;
+        one.b = x->vt + blk * core->blk_vt;
         mm.k = sh->Dv;
         mm.lda = Dvp;
         mm.c = dP;
@@ -234,7 +233,6 @@ static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
     const int away = core->precision == NSA_PRECISION_NPU;
     /* dS in its slot: fp32 rows at the start, or bf16 rows after the pairs (dot) */
     const int64_t ds_at = core->dot ? sh->Gp * Bp * 2 : 0;
-    const int64_t kblock = core->dot ? sh->Bh * Dp * 4 : B * Dp * core->esize; /* bytes of one block's K rows */
     for (int64_t it = begin; it < end; it++) {
         const int64_t tl = it / N2, n2 = it % N2, t = x->t0 + tl;
         const int64_t s = x->tok[2 * t], kvb0 = x->tok[2 * t + 1];
@@ -244,7 +242,7 @@ static void pass1_dq(void *ctx, int64_t begin, int64_t end) {
         for (int64_t i = 0; i < C; i++) {
             if (visible_keys(p, s, gb[i] - kvb0) <= 0) continue; /* fully masked: P = dS = 0, skipped */
             pan[npan].a = dslot + i * p->slot_ds + ds_at;
-            pan[npan].b = x->krows + (n2 * sh->NB + gb[i]) * kblock;
+            pan[npan].b = x->krows + (n2 * sh->NB + gb[i]) * core->blk_krows;
             npan++;
         }
         const nsa_mm mq = {.m = G, .n = Dp, .k = B, .panels = pan, .npanels = npan, .lda = Bp, .ldb = Dp,
@@ -396,17 +394,7 @@ int nsa_sag_run(const void *plan, void *workspace, uint64_t workspace_size) {
     x.cnt = (int64_t *)(void *)(ws + p->off_cnt);
     x.ent = (uint32_t *)(void *)(ws + p->off_ent);
 
-    const int dot = p->core.dot;
-    nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core};
-    if (dot) {
-        pk.ki2 = (uint32_t *)(void *)x.krows;
-        pk.kt2 = (uint32_t *)(void *)x.kt;
-        pk.vt2 = (uint32_t *)(void *)x.vt;
-    } else {
-        pk.krows = x.krows;
-        pk.kt = x.kt;
-        pk.vt = x.vt;
-    }
+    const nsa_kv_pack pk = {.k = &p->k, .v = &p->v, .core = &p->core, .kt = x.kt, .vt = x.vt, .krows = x.krows};
     if (!nsa_pack_kv(&pk)) return oom_fail();
 
     const int64_t row_elems = sh->N1 * (sh->D + 2 * sh->Dv);
