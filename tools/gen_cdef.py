@@ -24,30 +24,20 @@ import tempfile
 
 # Every public header, in include order. acl/acl.h pulls in acl_rt.h and
 # acl_base.h; the rest are listed explicitly so nothing depends on chains.
-HEADERS = (
-    "acl/acl.h",
-    "acl/acl_op_compiler.h",
-    "aclnn/aclnn_base.h",
-    "aclnn/opdev/op_errno.h",
-    "aclnnop/aclnn_scaled_masked_softmax.h",
-    "aclnnop/aclnn_scaled_masked_softmax_backward.h",
-    "aclnnop/aclnn_nsa_selected_attention.h",
-    "aclnnop/aclnn_nsa_selected_attention_grad.h",
-    "aclnnop/aclnn_copy.h",
-    "aclnnop/aclnn_cast.h",
-    "aclnnop/aclnn_fill_scalar.h",
-    "aclnnop/aclnn_fill_tensor.h",
-    "aclnnop/aclnn_zero.h",
-    "aclnnop/aclnn_ones.h",
-    "aclnnop/aclnn_add.h",
-    "aclnnop/aclnn_gt_scalar.h",
-    "aclnnop/aclnn_gt_tensor.h",
-    "aclnnop/aclnn_reduce_sum.h",
-    "aclnnop/aclnn_constant_pad_nd.h",
-    "aclnnop/aclnn_cat.h",
-    "hccl/hccl.h",
-    "pyaclnn/pyaclnn_ext.h",
-)
+# Every public header, in include order: acl/acl.h pulls in acl_rt.h and
+# acl_base.h; the operator headers (aclnnop/, many generated from the op
+# table) are all taken, sorted, so a new operator needs no edit here.
+HEAD_FIRST = ("acl/acl.h", "acl/acl_op_compiler.h", "aclnn/aclnn_base.h", "aclnn/opdev/op_errno.h")
+HEAD_LAST = ("hccl/hccl.h", "pyaclnn/pyaclnn_ext.h")
+
+
+def all_headers(include_dir):
+    ops = []
+    for root, _, files in os.walk(os.path.join(include_dir, "aclnnop")):
+        for f in files:
+            if f.endswith(".h") and f != "aclnn_util.h":
+                ops.append(os.path.relpath(os.path.join(root, f), include_dir))
+    return HEAD_FIRST + tuple(sorted(ops)) + HEAD_LAST
 
 # System headers the public headers may include; they are replaced by empty
 # files because cffi knows the standard integer types already.
@@ -66,7 +56,7 @@ def preprocess(cc, include_dir):
             open(os.path.join(stubs, name), "w").close()
         umbrella = os.path.join(tmp, "all.h")
         with open(umbrella, "w") as f:
-            for header in HEADERS:
+            for header in all_headers(include_dir):
                 f.write('#include "%s"\n' % header)
         cmd = shlex.split(cc) + [
             "-E", "-P", "-dD", "-undef", "-nostdinc",

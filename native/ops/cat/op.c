@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "aclnnop/aclnn_cat.h"
+#include "ops/core/pa_families.h"
 #include "ops/ew_common/ew_common.h"
 
 #define WS_API "aclnnCatGetWorkspaceSize"
@@ -20,7 +20,7 @@ typedef struct cat_plan {
     pa_tview in[MAX_TENSORS];
 } cat_plan;
 
-static int cat_run(const void *plan, void *workspace, uint64_t workspace_size) {
+int pa_run_Cat(const void *plan, void *workspace, uint64_t workspace_size) {
     PA_UNUSED(workspace), PA_UNUSED(workspace_size);
     const cat_plan *p = plan;
     const int64_t es = (int64_t)pa_dtype_size(p->out.dtype);
@@ -48,19 +48,6 @@ static int cat_run(const void *plan, void *workspace, uint64_t workspace_size) {
     return ACLNN_SUCCESS;
 }
 
-static const char *const in_names[] = {
-    "tensors[0]",  "tensors[1]",  "tensors[2]",  "tensors[3]",  "tensors[4]",  "tensors[5]",  "tensors[6]",
-    "tensors[7]",  "tensors[8]",  "tensors[9]",  "tensors[10]", "tensors[11]", "tensors[12]", "tensors[13]",
-    "tensors[14]", "tensors[15]", "tensors[16]", "tensors[17]", "tensors[18]", "tensors[19]", "tensors[20]",
-    "tensors[21]", "tensors[22]", "tensors[23]", "tensors[24]", "tensors[25]", "tensors[26]", "tensors[27]",
-    "tensors[28]", "tensors[29]", "tensors[30]", "tensors[31]", "tensors[32]", "tensors[33]", "tensors[34]",
-    "tensors[35]", "tensors[36]", "tensors[37]", "tensors[38]", "tensors[39]", "tensors[40]", "tensors[41]",
-    "tensors[42]", "tensors[43]", "tensors[44]", "tensors[45]", "tensors[46]", "tensors[47]", "tensors[48]",
-    "tensors[49]", "tensors[50]", "tensors[51]", "tensors[52]", "tensors[53]", "tensors[54]", "tensors[55]",
-    "tensors[56]", "tensors[57]", "tensors[58]", "tensors[59]", "tensors[60]", "tensors[61]", "tensors[62]"};
-_Static_assert(sizeof in_names / sizeof in_names[0] == MAX_TENSORS, "one name per input view");
-static const char *const out_names[] = {"out"};
-static const pa_op_def cat_op = {"aclnnCat", cat_run, in_names, out_names};
 
 /* torch's canCast from the promoted input kind to out: 0 bool, 1 integer, 2 float. */
 static int kind_of(aclDataType dt) {
@@ -128,8 +115,8 @@ static int check_out(const aclTensorList *tensors, int64_t dim, const aclTensor 
     return pa_ew_check_shape(WS_API, out, "out", t0->ndim, want);
 }
 
-PA_API aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
-                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
+int pa_plan_Cat(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const aclTensorList *tensors = a[0].p; int64_t dim = a[1].i; aclTensor *out = (aclTensor *)a[2].p;
     int rc = PA_EW_REQUIRE(WS_API, tensors, out, workspaceSize, executor);
     if (rc == 0) rc = pa_handle_check(WS_API, "tensors", tensors, PA_HANDLE_TENSOR_LIST);
     if (rc == 0) rc = check_list(tensors, &dim);
@@ -147,10 +134,6 @@ PA_API aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_
     }
     /* the blob ends after the last tensor's view: launches copy only that */
     const size_t size = offsetof(cat_plan, in) + (size_t)plan.n * sizeof(pa_tview);
-    return pa_ew_executor(&cat_op, &plan, size, in_views, plan.n, offsetof(cat_plan, out), workspaceSize, executor);
+    return pa_ew_executor(&op->launch, &plan, size, in_views, plan.n, offsetof(cat_plan, out), workspaceSize, executor);
 }
 
-PA_API aclnnStatus aclnnCat(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                            const aclrtStream stream) {
-    return pa_executor_launch(&cat_op, workspace, workspaceSize, executor, stream);
-}

@@ -7,7 +7,7 @@
  * validate -> plan -> run. */
 #include <stddef.h>
 
-#include "aclnnop/aclnn_constant_pad_nd.h"
+#include "ops/core/pa_families.h"
 #include "ops/ew_common/ew_common.h"
 
 #define WS_API "aclnnConstantPadNdGetWorkspaceSize"
@@ -19,7 +19,7 @@ typedef struct pad_plan {
     pa_tview self, out;
 } pad_plan;
 
-static int pad_run(const void *plan, void *workspace, uint64_t workspace_size) {
+int pa_run_ConstantPadNd(const void *plan, void *workspace, uint64_t workspace_size) {
     PA_UNUSED(workspace), PA_UNUSED(workspace_size);
     const pad_plan *p = plan;
     char *out = pa_tview_ptr(&p->out);
@@ -35,9 +35,6 @@ static int pad_run(const void *plan, void *workspace, uint64_t workspace_size) {
     return ACLNN_SUCCESS;
 }
 
-static const char *const in_names[] = {"self"};
-static const char *const out_names[] = {"out"};
-static const pa_op_def pad_op = {"aclnnConstantPadNd", pad_run, in_names, out_names};
 
 /* Pads of dim d (0 when pad does not reach it). */
 static void pads_of(const aclIntArray *pad, int32_t ndim, int32_t d, int64_t *lo, int64_t *hi) {
@@ -87,9 +84,9 @@ static int check_shape(const aclTensor *self, const aclIntArray *pad, const aclT
     return ACLNN_SUCCESS;
 }
 
-PA_API aclnnStatus aclnnConstantPadNdGetWorkspaceSize(const aclTensor *self, const aclIntArray *pad,
-                                                      const aclScalar *value, aclTensor *out,
-                                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+int pa_plan_ConstantPadNd(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const aclTensor *self = a[0].p; const aclIntArray *pad = a[1].p; const aclScalar *value = a[2].p;
+    aclTensor *out = (aclTensor *)a[3].p;
     int rc = PA_EW_REQUIRE(WS_API, self, pad, value, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(WS_API, "self", self);
     if (rc == 0) rc = pa_handle_check(WS_API, "pad", pad, PA_HANDLE_INT_ARRAY);
@@ -131,11 +128,7 @@ PA_API aclnnStatus aclnnConstantPadNdGetWorkspaceSize(const aclTensor *self, con
         plan.self_skip += (lo < 0 ? -lo : 0) * plan.self.strides[d];
     }
     const size_t in_view = offsetof(pad_plan, self);
-    return pa_ew_executor(&pad_op, &plan, sizeof plan, &in_view, 1, offsetof(pad_plan, out), workspaceSize,
+    return pa_ew_executor(&op->launch, &plan, sizeof plan, &in_view, 1, offsetof(pad_plan, out), workspaceSize,
                           executor);
 }
 
-PA_API aclnnStatus aclnnConstantPadNd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                                      aclrtStream stream) {
-    return pa_executor_launch(&pad_op, workspace, workspaceSize, executor, stream);
-}

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "aclnnop/aclnn_reduce_sum.h"
+#include "ops/core/pa_families.h"
 #include "ops/ew_common/ew_common.h"
 
 #define WS_API "aclnnReduceSumGetWorkspaceSize"
@@ -17,7 +17,7 @@ typedef struct sum_plan {
     pa_tview self, out;
 } sum_plan;
 
-static int sum_run(const void *plan, void *workspace, uint64_t workspace_size) {
+int pa_run_ReduceSum(const void *plan, void *workspace, uint64_t workspace_size) {
     PA_UNUSED(workspace), PA_UNUSED(workspace_size);
     const sum_plan *p = plan;
     pa_ew_sum_args g = p->args;
@@ -27,9 +27,6 @@ static int sum_run(const void *plan, void *workspace, uint64_t workspace_size) {
     return ACLNN_SUCCESS;
 }
 
-static const char *const in_names[] = {"self"};
-static const char *const out_names[] = {"out"};
-static const pa_op_def sum_op = {"aclnnReduceSum", sum_run, in_names, out_names};
 
 /* The reduced dims as a mask over self's dims; 161002 for a bad or repeated dim. */
 static int reduced_mask(const aclTensor *self, const aclIntArray *dims, bool *red) {
@@ -52,9 +49,9 @@ static int reduced_mask(const aclTensor *self, const aclIntArray *dims, bool *re
     return ACLNN_SUCCESS;
 }
 
-PA_API aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
-                                                  aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
-                                                  aclOpExecutor **executor) {
+int pa_plan_ReduceSum(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const aclTensor *self = a[0].p; const aclIntArray *dims = a[1].p; bool keepDims = a[2].b;
+    aclDataType dtype = (aclDataType)a[3].i; aclTensor *out = (aclTensor *)a[4].p;
     int rc = PA_EW_REQUIRE(WS_API, self, dims, out, workspaceSize, executor);
     if (rc == 0) rc = pa_ew_check_tensor(WS_API, "self", self);
     if (rc == 0) rc = pa_handle_check(WS_API, "dims", dims, PA_HANDLE_INT_ARRAY);
@@ -110,11 +107,7 @@ PA_API aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const a
     }
     g->ndim = k;
     const size_t in_view = offsetof(sum_plan, self);
-    return pa_ew_executor(&sum_op, &plan, sizeof plan, &in_view, 1, offsetof(sum_plan, out), workspaceSize,
+    return pa_ew_executor(&op->launch, &plan, sizeof plan, &in_view, 1, offsetof(sum_plan, out), workspaceSize,
                           executor);
 }
 
-PA_API aclnnStatus aclnnReduceSum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                                  aclrtStream stream) {
-    return pa_executor_launch(&sum_op, workspace, workspaceSize, executor, stream);
-}
