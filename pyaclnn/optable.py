@@ -42,6 +42,46 @@ ANY = "f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool c64 c128"
 FLOAT_OUT = "f32 f16 f64 c64 c128 bf16"
 
 
+import re as _re
+
+OUT_NAMES = ("out", "y", "result", "output", "gradInput")
+
+
+class Param:
+    """One parameter of an operator, as the generator and pyaclnn.aclnn see it.
+    kind: TENSOR TENSOR_LIST SCALAR SCALAR_LIST INT_ARRAY BOOL_ARRAY FLOAT_ARRAY
+    INT FLOAT BOOL DTYPE STRING OUT_U64; io: IN OUT INOUT."""
+
+    def __init__(self, ctype, name, kind, io, optional, dtypes, flags):
+        self.ctype, self.name, self.kind, self.io = ctype, name, kind, io
+        self.optional, self.dtypes, self.flags = optional, dtypes, flags
+
+    @property
+    def decl(self):
+        return "%s %s" % (self.ctype, self.name)
+
+    def __repr__(self):
+        return "Param(%r, %s, %s)" % (self.name, self.kind, self.io)
+
+
+def kind_of(ctype):
+    t = ctype.replace("const ", "").replace(" ", "")
+    for key, kind in (("aclTensorList*", "TENSOR_LIST"), ("aclTensor*", "TENSOR"),
+                      ("aclScalarList*", "SCALAR_LIST"), ("aclScalar*", "SCALAR"),
+                      ("aclIntArray*", "INT_ARRAY"), ("aclBoolArray*", "BOOL_ARRAY"),
+                      ("aclFloatArray*", "FLOAT_ARRAY"), ("aclDataType", "DTYPE"), ("char*", "STRING"),
+                      ("uint64_t*", "OUT_U64")):
+        if t == key:
+            return kind
+    if t in ("double", "float"):
+        return "FLOAT"
+    if t == "bool":
+        return "BOOL"
+    if t in ("int64_t", "int32_t", "int8_t", "int", "uint64_t", "uint32_t"):
+        return "INT"
+    raise ValueError("unknown parameter type %r" % ctype)
+
+
 class Op:
     """One operator. See the module docstring for the fields."""
 
@@ -70,6 +110,51 @@ class Op:
     @property
     def implemented(self):
         return self.family is not None
+
+    def parsed(self):
+        """The parameters (Param), in API order."""
+        if getattr(self, "_parsed", None) is not None:
+            return self._parsed
+        params = []
+        roles = self.roles or []
+        for i, text in enumerate(p.strip() for p in self.params.split(",")):
+            m = _re.match(r"^(.*?[\s*])([A-Za-z_][A-Za-z0-9_]*)$", text)
+            if not m:
+                raise ValueError("%s: cannot parse parameter %r" % (self.name, text))
+            ctype, name = " ".join(m.group(1).split()).replace(" *", "*"), m.group(2)
+            kind = kind_of(ctype)
+            role = roles[i] if i < len(roles) else None
+            if role == "o":
+                io = "OUT"
+            elif role in ("ao", "co"):
+                io = "INOUT"
+            elif role is not None:
+                io = "IN"
+            elif name.endswith("Ref"):
+                io = "INOUT"
+            elif name in OUT_NAMES or _re.search(r"Out(Optional)?$", name):
+                io = "OUT"
+            else:
+                io = "IN"
+            optional = name.endswith("Optional") or ("optional:" + name) in self.flags
+            if name in self.dtypes:
+                dts = self.dtypes[name]
+            elif kind in ("TENSOR", "TENSOR_LIST"):
+                dts = self.outs if io == "OUT" else self.ins
+                if io == "OUT" and dts is None and name.endswith("Ref"):
+                    dts = self.ins
+            else:
+                dts = None
+            flags = []
+            if ("nz:" + name) in self.flags:
+                flags.append("PA_PF_NZ")
+            if ("int4:" + name) in self.flags:
+                flags.append("PA_PF_INT4")
+            if optional:
+                flags.append("PA_PF_OPTIONAL")
+            params.append(Param(ctype, name, kind, io, optional, dts, flags))
+        self._parsed = params
+        return params
 
     def __repr__(self):
         return "Op(%r)" % self.name

@@ -28,79 +28,10 @@ def load_table():
     return mod
 
 
-# ---- parameters ------------------------------------------------------------
-
-class Param:
-    def __init__(self, ctype, name, kind, io, optional, dtypes, flags):
-        self.ctype, self.name, self.kind, self.io = ctype, name, kind, io
-        self.optional, self.dtypes, self.flags = optional, dtypes, flags
-
-    @property
-    def decl(self):
-        return "%s %s" % (self.ctype, self.name)
-
-
-def kind_of(ctype):
-    t = ctype.replace("const ", "").replace(" ", "")
-    for key, kind in (("aclTensorList*", "TENSOR_LIST"), ("aclTensor*", "TENSOR"),
-                      ("aclScalarList*", "SCALAR_LIST"), ("aclScalar*", "SCALAR"),
-                      ("aclIntArray*", "INT_ARRAY"), ("aclBoolArray*", "BOOL_ARRAY"),
-                      ("aclFloatArray*", "FLOAT_ARRAY"), ("aclDataType", "DTYPE"), ("char*", "STRING"),
-                      ("uint64_t*", "OUT_U64")):
-        if t == key:
-            return kind
-    if t in ("double", "float"):
-        return "FLOAT"
-    if t == "bool":
-        return "BOOL"
-    if t in ("int64_t", "int32_t", "int8_t", "int", "uint64_t", "uint32_t"):
-        return "INT"
-    raise ValueError("unknown parameter type %r" % ctype)
-
-
-OUT_NAMES = ("out", "y", "result", "output", "gradInput")
-
+# ---- parameters (parsed by the table module itself) ---------------------------
 
 def parse_params(tab, o):
-    params = []
-    roles = o.roles or []
-    for i, text in enumerate(p.strip() for p in o.params.split(",")):
-        m = re.match(r"^(.*?[\s*])([A-Za-z_][A-Za-z0-9_]*)$", text)
-        if not m:
-            raise ValueError("%s: cannot parse parameter %r" % (o.name, text))
-        ctype, name = " ".join(m.group(1).split()).replace(" *", "*"), m.group(2)
-        kind = kind_of(ctype)
-        role = roles[i] if i < len(roles) else None
-        if role in ("o",):
-            io = "OUT"
-        elif role in ("ao", "co"):
-            io = "INOUT"
-        elif role is not None:
-            io = "IN"
-        elif name.endswith("Ref"):
-            io = "INOUT"
-        elif name in OUT_NAMES or re.search(r"Out(Optional)?$", name):
-            io = "OUT"
-        else:
-            io = "IN"
-        optional = name.endswith("Optional") or ("optional:" + name) in o.flags
-        if name in o.dtypes:
-            dts = o.dtypes[name]
-        elif kind in ("TENSOR", "TENSOR_LIST"):
-            dts = o.outs if io == "OUT" else o.ins
-            if io == "OUT" and dts is None and name.endswith("Ref"):
-                dts = o.ins
-        else:
-            dts = None
-        flags = []
-        if ("nz:" + name) in o.flags:
-            flags.append("PA_PF_NZ")
-        if ("int4:" + name) in o.flags:
-            flags.append("PA_PF_INT4")
-        if optional:
-            flags.append("PA_PF_OPTIONAL")
-        params.append(Param(ctype, name, kind, io, optional, dts, flags))
-    return params
+    return o.parsed()
 
 
 def dtype_mask(tab, dts):
