@@ -1,5 +1,5 @@
 /* The operator framework: every aclnn operator is one row of the op table
- * (pyaclnn/optable.py). tools/gen_ops.py turns each row into a pa_op
+ * (pyaclnn/optable/). tools/gen_ops.py turns each row into a pa_op
  * descriptor and the two exported entry points (native/ops/gen/optable.c),
  * which pack their arguments into pa_arg slots in API order and call
  * pa_op_plan. That checks what every op needs (NULLs, handles, dtypes, ranks,
