@@ -5,6 +5,9 @@
 
 #include "kernels/map/map.h"
 #include "ops/core/pa_op.h"
+#include "ops/index/pa_index.h"
+#include "ops/reduce/pa_reduce.h"
+#include "ops/shape/pa_shape.h"
 
 /* Operators that are declared but not implemented (their planner is NULL). */
 int pa_run_none(const void *plan, void *workspace, uint64_t workspace_size);
