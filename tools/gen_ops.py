@@ -168,6 +168,8 @@ def render_c(tab):
         out.append("static const pa_op pa_op_%s = {" % ident)
         out.append('    .ws_api = "%s",' % ws_api)
         out.append('    .launch = {"aclnn%s", %s, %s, %s},' % (o.name, run, names_in, names_out))
+        if fam not in (None, "map", "op") and o.kernel:
+            out.append("    .kernel = PA_%s_%s," % (c_ident(fam), c_ident(o.kernel)))
         out.append("    .params = pa_params_%s," % ident)
         out.append("    .nparams = %d," % len(params))
         out.append("    .plan = %s," % plan)

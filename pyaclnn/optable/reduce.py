@@ -6,35 +6,59 @@ T = "const aclTensor* "
 
 # ---- reductions, scans, sorting (family "reduce") --------------------------
 
-RED = [
-    ("ReduceSum", "aclnn_reduce_sum.h", T + "self, const aclIntArray* dims, bool keepDims, aclDataType dtype, "
-     "aclTensor* out"),
-    ("Sum", "aclnn_sum.h", "const aclTensorList* tensors, aclTensor* out"),
-    ("Mean", "aclnn_mean.h", T + "self, const aclIntArray* dim, bool keepDim, aclDataType dtype, aclTensor* out"),
-    ("Max", "aclnn_max.h", T + "self, aclTensor* out"),
-    ("Min", "aclnn_min.h", T + "self, aclTensor* out"),
-    ("MaxDim", "aclnn_max_dim.h", T + "self, int64_t dim, bool keepdim, aclTensor* out, aclTensor* indices"),
-    ("MinDim", "aclnn_min_dim.h", T + "self, int64_t dim, bool keepdim, aclTensor* out, aclTensor* indices"),
-    ("Amax", "aclnn_amax.h", T + "self, const aclIntArray* dim, bool keepDim, aclTensor* out"),
-    ("Amin", "aclnn_amin.h", T + "self, const aclIntArray* dim, bool keepDim, aclTensor* out"),
-    ("ArgMax", "aclnn_argmax.h", T + "self, int64_t dim, bool keepdim, aclTensor* out"),
-    ("ArgMin", "aclnn_argmin.h", T + "self, int64_t dim, bool keepdim, aclTensor* out"),
-    ("Any", "aclnn_any.h", T + "self, const aclIntArray* dim, bool keepdim, aclTensor* out"),
-    ("All", "aclnn_all.h", T + "self, const aclIntArray* dim, bool keepdim, aclTensor* out"),
-    ("Norm", "aclnn_norm.h", T + "self, const aclScalar* pScalar, const aclIntArray* dim, bool keepdim, "
-     "aclTensor* out"),
-    ("LinalgVectorNorm", "aclnn_linalg_vector_norm.h", T + "self, const aclScalar* ord, const aclIntArray* dims, "
-     "bool keepDims, const aclDataType dtype, aclTensor* out"),
-    ("Cumsum", "aclnn_cumsum.h", T + "self, int64_t dim, aclDataType dtype, aclTensor* out"),
-    ("Argsort", "aclnn_argsort.h", T + "self, int64_t dim, bool descending, aclTensor* out"),
-    ("Sort", "aclnn_sort.h", T + "self, bool stable, int64_t dim, bool descending, aclTensor* valuesOut, "
-     "aclTensor* indicesOut"),
-    ("Topk", "aclnn_topk.h", T + "self, int64_t k, int64_t dim, bool largest, bool sorted, aclTensor* valuesOut, "
-     "aclTensor* indicesOut"),
-]
-for _n, _h, _p in RED:
-    if _n == "ReduceSum":
-        op(_n, _h, _p, family="op", ins="f16 f32 s8 s16 s32 s64 u8 bool f64 c64 c128 bf16")
-    else:
-        _planned(_n, _h, _p, "reduce")
+RED_DT = "f16 f32 s8 s16 s32 s64 u8 bool f64 c64 c128 bf16"
+MEAN_DT = "f32 s32 s64 f16 s16 s8 u8 f64 bf16 c64 c128"
+EXT_DT = "f32 f16 u8 s8 s16 s32 s64 f64 bool bf16"
+ARG_DT = "f32 f16 f64 s8 s16 s32 s64 u8 bf16"
+ANYALL_DT = "f32 f16 u8 s8 s16 s32 s64 bool f64 bf16"
+CUMSUM_DT = "f32 f16 s32 f64 u8 s8 s16 s64 c64 c128 bf16"
+SORT_DT = "f16 f32 bf16 u8 s8 s16 s32 s64 bool"
+TOPK_DT = "f32 s32 s64 f16 s16 s8 u8 f64 bf16"
 
+
+def _red(name, header, params, kernel, ins, outs=None, dtypes=None, note="", family="reduce", flags=()):
+    return op(name, header, params, family=family, kernel=kernel, ins=ins, outs=outs, dtypes=dtypes, note=note,
+              flags=flags)
+
+
+_red("ReduceSum", "aclnn_reduce_sum.h", T + "self, const aclIntArray* dims, bool keepDims, aclDataType dtype, "
+     "aclTensor* out", "SUM", RED_DT, RED_DT, {"dtype": RED_DT},
+     note="self cast to dtype, summed in double (int64 for integers), rounded once; empty dims: everything")
+_red("Mean", "aclnn_mean.h", T + "self, const aclIntArray* dim, bool keepDim, aclDataType dtype, aclTensor* out",
+     "MEAN", MEAN_DT, MEAN_DT, {"dtype": MEAN_DT}, note="an empty self gives NaN")
+_red("Max", "aclnn_max.h", T + "self, aclTensor* out", "MAX", EXT_DT, EXT_DT, note="over every element; NaN wins")
+_red("Min", "aclnn_min.h", T + "self, aclTensor* out", "MIN", EXT_DT, EXT_DT)
+_red("MaxDim", "aclnn_max_dim.h", T + "self, int64_t dim, bool keepdim, aclTensor* out, aclTensor* indices",
+     "MAX_DIM", "f32 f16 s64 bool bf16", "f32 f16 s64 bool bf16", {"indices": "s32 s64"}, flags=("out:indices",),
+     note="values and the index of the first maximum")
+_red("MinDim", "aclnn_min_dim.h", T + "self, int64_t dim, bool keepdim, aclTensor* out, aclTensor* indices",
+     "MIN_DIM", "f32 f16 s64 bool bf16", "f32 f16 s64 bool bf16", {"indices": "s32 s64"}, flags=("out:indices",))
+_red("Amax", "aclnn_amax.h", T + "self, const aclIntArray* dim, bool keepDim, aclTensor* out", "AMAX", EXT_DT,
+     EXT_DT)
+_red("Amin", "aclnn_amin.h", T + "self, const aclIntArray* dim, bool keepDim, aclTensor* out", "AMIN", EXT_DT,
+     EXT_DT)
+_red("ArgMax", "aclnn_argmax.h", T + "self, int64_t dim, bool keepdim, aclTensor* out", "ARGMAX", ARG_DT, "s32 s64",
+     note="the first maximum's index")
+_red("ArgMin", "aclnn_argmin.h", T + "self, int64_t dim, bool keepdim, aclTensor* out", "ARGMIN", ARG_DT, "s32 s64")
+_red("Any", "aclnn_any.h", T + "self, const aclIntArray* dim, bool keepdim, aclTensor* out", "ANY", ANYALL_DT,
+     "bool u8")
+_red("All", "aclnn_all.h", T + "self, const aclIntArray* dim, bool keepdim, aclTensor* out", "ALL", ANYALL_DT,
+     "bool u8")
+_red("Norm", "aclnn_norm.h", T + "self, const aclScalar* pScalar, const aclIntArray* dim, bool keepdim, "
+     "aclTensor* out", "NORM", "f32 f16 bf16", "f32 f16 bf16",
+     note="p-norm in double; p = inf / -inf: max / min |x|, p = 0: count of nonzeros")
+_red("LinalgVectorNorm", "aclnn_linalg_vector_norm.h", T + "self, const aclScalar* ord, const aclIntArray* dims, "
+     "bool keepDims, const aclDataType dtype, aclTensor* out", "VECTOR_NORM", "f32 f16 bf16",
+     "f32 f16 bf16", {"dtype": "f32 f16 bf16"})
+_red("Cumsum", "aclnn_cumsum.h", T + "self, int64_t dim, aclDataType dtype, aclTensor* out", "CUMSUM", None,
+     CUMSUM_DT, {"dtype": CUMSUM_DT}, family="scan",
+     note="self cast to out's dtype, then a sequential scan in double (int64 for integers)")
+_red("Argsort", "aclnn_argsort.h", T + "self, int64_t dim, bool descending, aclTensor* out", "ARGSORT",
+     "f32 f16 s8 s16 s32 s64 u8 bf16", "s64", family="scan", note="stable; NaN sorts as the largest value")
+_red("Sort", "aclnn_sort.h", T + "self, bool stable, int64_t dim, bool descending, aclTensor* valuesOut, "
+     "aclTensor* indicesOut", "SORT", SORT_DT, SORT_DT + " f64", {"indicesOut": "s64"}, family="scan",
+     note="always stable")
+_red("Topk", "aclnn_topk.h", T + "self, int64_t k, int64_t dim, bool largest, bool sorted, aclTensor* valuesOut, "
+     "aclTensor* indicesOut", "TOPK", TOPK_DT, TOPK_DT, {"indicesOut": "s64"}, family="scan",
+     note="ties keep index order")
+_planned("Sum", "aclnn_sum.h", "const aclTensorList* tensors, aclTensor* out", None)

@@ -21,7 +21,7 @@
 #include "acl/acl_base.h"
 #include "cpu/pa_cpu.h"
 
-#define PA_MAP_MAX_DIMS 8
+#define PA_MAP_MAX_DIMS 16 /* views with split dims (Repeat) need more than a tensor's 8 */
 #define PA_MAP_MAX_IN 3
 #define PA_MAP_TILE 1024 /* elements per tile */
 
@@ -107,6 +107,7 @@ typedef struct pa_map_args {
     int32_t nin;
     aclDataType res; /* the result is rounded to this dtype before out's cast */
     bool u64_values; /* int64 domain: the values are UINT64 bits (a copy from UINT64) */
+    bool raw;        /* int64 domain, COPY: move the elements' bits (every operand one dtype size) */
     int32_t ndim;
     int64_t dims[PA_MAP_MAX_DIMS];
     pa_map_operand out, in[PA_MAP_MAX_IN];

@@ -189,6 +189,16 @@ static const void *load_tile(const pa_map_args *a, const pa_map_isa_ops *ops, co
     }
     default: {
         int64_t *b = buf;
+        if (a->raw) {
+            const size_t es = pa_cvt_size(o->dtype);
+            if (s == 1 && es == 8) return p;
+            for (int64_t i = 0; i < n; i++) {
+                uint64_t v = 0;
+                memcpy(&v, p + i * s * (int64_t)es, es);
+                b[i] = (int64_t)v;
+            }
+            return b;
+        }
         if (s == 1 && (o->dtype == ACL_INT64 || o->dtype == ACL_UINT64) && !o->u64_order &&
             (o->via == ACL_DT_UNDEFINED || o->via == ACL_INT64 || o->via == ACL_UINT64)) {
             return p;
@@ -242,6 +252,7 @@ static bool out_direct(const pa_map_args *a, int64_t s) {
     case PA_DOM_F32: return o->dtype == ACL_FLOAT && (res_ok || a->res == ACL_FLOAT);
     case PA_DOM_F64: return o->dtype == ACL_DOUBLE && (res_ok || a->res == ACL_DOUBLE);
     default:
+        if (a->raw) return pa_cvt_size(o->dtype) == 8;
         return (o->dtype == ACL_INT64 || o->dtype == ACL_UINT64) && !o->u64_order && !a->u64_values &&
                (res_ok || a->res == ACL_INT64 || a->res == ACL_UINT64);
     }
@@ -290,6 +301,13 @@ static void store_tile(const pa_map_args *a, const pa_map_isa_ops *ops, char *p,
     }
     default: {
         const int64_t *b = buf;
+        if (a->raw) {
+            for (int64_t i = 0; i < n; i++) {
+                const uint64_t v = (uint64_t)b[i];
+                memcpy(p + i * s * (int64_t)es, &v, es);
+            }
+            return;
+        }
         const bool unbias = o->u64_order;
         const bool as_u64 = a->u64_values;
         /* an integer or BOOL result narrower than out is wrapped to its width first */

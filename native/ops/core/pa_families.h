@@ -82,7 +82,6 @@ int pa_run_map(const void *plan, void *workspace, uint64_t workspace_size);
 #define PA_OWN_OP(name)                                                                                \
     int pa_plan_##name(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOpExecutor **executor); \
     int pa_run_##name(const void *plan, void *workspace, uint64_t workspace_size);
-PA_OWN_OP(ReduceSum)
 PA_OWN_OP(Cat)
 PA_OWN_OP(ConstantPadNd)
 #undef PA_OWN_OP

@@ -6030,17 +6030,18 @@ static const pa_param pa_params_ReduceSum[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f16 f32 s8 s16 s32 s64 u8 bool f64 c64 c128 bf16 */},
     {"dims", PA_P_INT_ARRAY, PA_IN, 0, 0},
     {"keepDims", PA_P_BOOL, PA_IN, 0, 0},
-    {"dtype", PA_P_DTYPE, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8031a5f) /* f16 f32 s8 s16 s32 s64 u8 bool f64 c64 c128 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f16 f32 s8 s16 s32 s64 u8 bool f64 c64 c128 bf16 */},
 };
 static const char *const pa_in_ReduceSum[] = {"self"};
 static const char *const pa_out_ReduceSum[] = {"out"};
 static const pa_op pa_op_ReduceSum = {
     .ws_api = "aclnnReduceSumGetWorkspaceSize",
-    .launch = {"aclnnReduceSum", pa_run_ReduceSum, pa_in_ReduceSum, pa_out_ReduceSum},
+    .launch = {"aclnnReduceSum", pa_run_reduce, pa_in_ReduceSum, pa_out_ReduceSum},
+    .kernel = PA_REDUCE_SUM,
     .params = pa_params_ReduceSum,
     .nparams = 5,
-    .plan = pa_plan_ReduceSum,
+    .plan = pa_plan_reduce,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6053,6 +6054,509 @@ PA_API aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor* self, const a
 PA_API aclnnStatus aclnnReduceSum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_ReduceSum.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMean ---- */
+static const pa_param pa_params_Mean[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8030a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 c64 c128 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8030a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 c64 c128 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8030a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 c64 c128 */},
+};
+static const char *const pa_in_Mean[] = {"self"};
+static const char *const pa_out_Mean[] = {"out"};
+static const pa_op pa_op_Mean = {
+    .ws_api = "aclnnMeanGetWorkspaceSize",
+    .launch = {"aclnnMean", pa_run_reduce, pa_in_Mean, pa_out_Mean},
+    .kernel = PA_REDUCE_MEAN,
+    .params = pa_params_Mean,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
+        aclDataType dtype, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_Mean, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMean(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Mean.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMax ---- */
+static const pa_param pa_params_Max[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+};
+static const char *const pa_in_Max[] = {"self"};
+static const char *const pa_out_Max[] = {"out"};
+static const pa_op pa_op_Max = {
+    .ws_api = "aclnnMaxGetWorkspaceSize",
+    .launch = {"aclnnMax", pa_run_reduce, pa_in_Max, pa_out_Max},
+    .kernel = PA_REDUCE_MAX,
+    .params = pa_params_Max,
+    .nparams = 2,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMaxGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Max, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Max.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMin ---- */
+static const pa_param pa_params_Min[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+};
+static const char *const pa_in_Min[] = {"self"};
+static const char *const pa_out_Min[] = {"out"};
+static const pa_op pa_op_Min = {
+    .ws_api = "aclnnMinGetWorkspaceSize",
+    .launch = {"aclnnMin", pa_run_reduce, pa_in_Min, pa_out_Min},
+    .kernel = PA_REDUCE_MIN,
+    .params = pa_params_Min,
+    .nparams = 2,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMinGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Min, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Min.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMaxDim ---- */
+static const pa_param pa_params_MaxDim[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001203) /* f32 f16 s64 bool bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001203) /* f32 f16 s64 bool bf16 */},
+    {"indices", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x208) /* s32 s64 */},
+};
+static const char *const pa_in_MaxDim[] = {"self"};
+static const char *const pa_out_MaxDim[] = {"out", "indices"};
+static const pa_op pa_op_MaxDim = {
+    .ws_api = "aclnnMaxDimGetWorkspaceSize",
+    .launch = {"aclnnMaxDim", pa_run_reduce, pa_in_MaxDim, pa_out_MaxDim},
+    .kernel = PA_REDUCE_MAX_DIM,
+    .params = pa_params_MaxDim,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMaxDimGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
+        aclTensor* indices, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}, {.p = indices}};
+    return pa_op_plan(&pa_op_MaxDim, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMaxDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MaxDim.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMinDim ---- */
+static const pa_param pa_params_MinDim[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001203) /* f32 f16 s64 bool bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001203) /* f32 f16 s64 bool bf16 */},
+    {"indices", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x208) /* s32 s64 */},
+};
+static const char *const pa_in_MinDim[] = {"self"};
+static const char *const pa_out_MinDim[] = {"out", "indices"};
+static const pa_op pa_op_MinDim = {
+    .ws_api = "aclnnMinDimGetWorkspaceSize",
+    .launch = {"aclnnMinDim", pa_run_reduce, pa_in_MinDim, pa_out_MinDim},
+    .kernel = PA_REDUCE_MIN_DIM,
+    .params = pa_params_MinDim,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMinDimGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
+        aclTensor* indices, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}, {.p = indices}};
+    return pa_op_plan(&pa_op_MinDim, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMinDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MinDim.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAmax ---- */
+static const pa_param pa_params_Amax[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+};
+static const char *const pa_in_Amax[] = {"self"};
+static const char *const pa_out_Amax[] = {"out"};
+static const pa_op pa_op_Amax = {
+    .ws_api = "aclnnAmaxGetWorkspaceSize",
+    .launch = {"aclnnAmax", pa_run_reduce, pa_in_Amax, pa_out_Amax},
+    .kernel = PA_REDUCE_AMAX,
+    .params = pa_params_Amax,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.p = out}};
+    return pa_op_plan(&pa_op_Amax, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Amax.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAmin ---- */
+static const pa_param pa_params_Amin[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 f64 bool bf16 */},
+};
+static const char *const pa_in_Amin[] = {"self"};
+static const char *const pa_out_Amin[] = {"out"};
+static const pa_op pa_op_Amin = {
+    .ws_api = "aclnnAminGetWorkspaceSize",
+    .launch = {"aclnnAmin", pa_run_reduce, pa_in_Amin, pa_out_Amin},
+    .kernel = PA_REDUCE_AMIN,
+    .params = pa_params_Amin,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAminGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.p = out}};
+    return pa_op_plan(&pa_op_Amin, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAmin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Amin.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnArgMax ---- */
+static const pa_param pa_params_ArgMax[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f32 f16 f64 s8 s16 s32 s64 u8 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x208) /* s32 s64 */},
+};
+static const char *const pa_in_ArgMax[] = {"self"};
+static const char *const pa_out_ArgMax[] = {"out"};
+static const pa_op pa_op_ArgMax = {
+    .ws_api = "aclnnArgMaxGetWorkspaceSize",
+    .launch = {"aclnnArgMax", pa_run_reduce, pa_in_ArgMax, pa_out_ArgMax},
+    .kernel = PA_REDUCE_ARGMAX,
+    .params = pa_params_ArgMax,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnArgMaxGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_ArgMax, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnArgMax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ArgMax.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnArgMin ---- */
+static const pa_param pa_params_ArgMin[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f32 f16 f64 s8 s16 s32 s64 u8 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x208) /* s32 s64 */},
+};
+static const char *const pa_in_ArgMin[] = {"self"};
+static const char *const pa_out_ArgMin[] = {"out"};
+static const pa_op pa_op_ArgMin = {
+    .ws_api = "aclnnArgMinGetWorkspaceSize",
+    .launch = {"aclnnArgMin", pa_run_reduce, pa_in_ArgMin, pa_out_ArgMin},
+    .kernel = PA_REDUCE_ARGMIN,
+    .params = pa_params_ArgMin,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnArgMinGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_ArgMin, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnArgMin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ArgMin.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAny ---- */
+static const pa_param pa_params_Any[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 bool f64 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1010) /* bool u8 */},
+};
+static const char *const pa_in_Any[] = {"self"};
+static const char *const pa_out_Any[] = {"out"};
+static const pa_op pa_op_Any = {
+    .ws_api = "aclnnAnyGetWorkspaceSize",
+    .launch = {"aclnnAny", pa_run_reduce, pa_in_Any, pa_out_Any},
+    .kernel = PA_REDUCE_ANY,
+    .params = pa_params_Any,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAnyGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepdim,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_Any, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAny(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Any.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAll ---- */
+static const pa_param pa_params_All[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 u8 s8 s16 s32 s64 bool f64 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1010) /* bool u8 */},
+};
+static const char *const pa_in_All[] = {"self"};
+static const char *const pa_out_All[] = {"out"};
+static const pa_op pa_op_All = {
+    .ws_api = "aclnnAllGetWorkspaceSize",
+    .launch = {"aclnnAll", pa_run_reduce, pa_in_All, pa_out_All},
+    .kernel = PA_REDUCE_ALL,
+    .params = pa_params_All,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAllGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepdim,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_All, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAll(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_All.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnNorm ---- */
+static const pa_param pa_params_Norm[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"pScalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Norm[] = {"self"};
+static const char *const pa_out_Norm[] = {"out"};
+static const pa_op pa_op_Norm = {
+    .ws_api = "aclnnNormGetWorkspaceSize",
+    .launch = {"aclnnNorm", pa_run_reduce, pa_in_Norm, pa_out_Norm},
+    .kernel = PA_REDUCE_NORM,
+    .params = pa_params_Norm,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnNormGetWorkspaceSize(const aclTensor* self, const aclScalar* pScalar, const aclIntArray* dim,
+        bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = pScalar}, {.p = dim}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_Norm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Norm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLinalgVectorNorm ---- */
+static const pa_param pa_params_LinalgVectorNorm[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"ord", PA_P_SCALAR, PA_IN, 0, 0},
+    {"dims", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepDims", PA_P_BOOL, PA_IN, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LinalgVectorNorm[] = {"self"};
+static const char *const pa_out_LinalgVectorNorm[] = {"out"};
+static const pa_op pa_op_LinalgVectorNorm = {
+    .ws_api = "aclnnLinalgVectorNormGetWorkspaceSize",
+    .launch = {"aclnnLinalgVectorNorm", pa_run_reduce, pa_in_LinalgVectorNorm, pa_out_LinalgVectorNorm},
+    .kernel = PA_REDUCE_VECTOR_NORM,
+    .params = pa_params_LinalgVectorNorm,
+    .nparams = 6,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLinalgVectorNormGetWorkspaceSize(const aclTensor* self, const aclScalar* ord,
+        const aclIntArray* dims, bool keepDims, const aclDataType dtype, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = ord}, {.p = dims}, {.b = keepDims}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_LinalgVectorNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLinalgVectorNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LinalgVectorNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnCumsum ---- */
+static const pa_param pa_params_Cumsum[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8030a5f) /* f32 f16 s32 f64 u8 s8 s16 s64 c64 c128 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8030a5f) /* f32 f16 s32 f64 u8 s8 s16 s64 c64 c128 bf16 */},
+};
+static const char *const pa_in_Cumsum[] = {"self"};
+static const char *const pa_out_Cumsum[] = {"out"};
+static const pa_op pa_op_Cumsum = {
+    .ws_api = "aclnnCumsumGetWorkspaceSize",
+    .launch = {"aclnnCumsum", pa_run_scan, pa_in_Cumsum, pa_out_Cumsum},
+    .kernel = PA_SCAN_CUMSUM,
+    .params = pa_params_Cumsum,
+    .nparams = 4,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnCumsumGetWorkspaceSize(const aclTensor* self, int64_t dim, aclDataType dtype, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_Cumsum, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnCumsum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Cumsum.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnArgsort ---- */
+static const pa_param pa_params_Argsort[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800025f) /* f32 f16 s8 s16 s32 s64 u8 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"descending", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x200) /* s64 */},
+};
+static const char *const pa_in_Argsort[] = {"self"};
+static const char *const pa_out_Argsort[] = {"out"};
+static const pa_op pa_op_Argsort = {
+    .ws_api = "aclnnArgsortGetWorkspaceSize",
+    .launch = {"aclnnArgsort", pa_run_scan, pa_in_Argsort, pa_out_Argsort},
+    .kernel = PA_SCAN_ARGSORT,
+    .params = pa_params_Argsort,
+    .nparams = 4,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnArgsortGetWorkspaceSize(const aclTensor* self, int64_t dim, bool descending, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = descending}, {.p = out}};
+    return pa_op_plan(&pa_op_Argsort, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnArgsort(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Argsort.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSort ---- */
+static const pa_param pa_params_Sort[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* f16 f32 bf16 u8 s8 s16 s32 s64 bool */},
+    {"stable", PA_P_BOOL, PA_IN, 0, 0},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"descending", PA_P_BOOL, PA_IN, 0, 0},
+    {"valuesOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f16 f32 bf16 u8 s8 s16 s32 s64 bool f64 */},
+    {"indicesOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x200) /* s64 */},
+};
+static const char *const pa_in_Sort[] = {"self"};
+static const char *const pa_out_Sort[] = {"valuesOut", "indicesOut"};
+static const pa_op pa_op_Sort = {
+    .ws_api = "aclnnSortGetWorkspaceSize",
+    .launch = {"aclnnSort", pa_run_scan, pa_in_Sort, pa_out_Sort},
+    .kernel = PA_SCAN_SORT,
+    .params = pa_params_Sort,
+    .nparams = 6,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSortGetWorkspaceSize(const aclTensor* self, bool stable, int64_t dim, bool descending,
+        aclTensor* valuesOut, aclTensor* indicesOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.b = stable}, {.i = (int64_t)dim}, {.b = descending}, {.p = valuesOut}, {.p = indicesOut}};
+    return pa_op_plan(&pa_op_Sort, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSort(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Sort.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnTopk ---- */
+static const pa_param pa_params_Topk[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 */},
+    {"k", PA_P_INT, PA_IN, 0, 0},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"largest", PA_P_BOOL, PA_IN, 0, 0},
+    {"sorted", PA_P_BOOL, PA_IN, 0, 0},
+    {"valuesOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 */},
+    {"indicesOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x200) /* s64 */},
+};
+static const char *const pa_in_Topk[] = {"self"};
+static const char *const pa_out_Topk[] = {"valuesOut", "indicesOut"};
+static const pa_op pa_op_Topk = {
+    .ws_api = "aclnnTopkGetWorkspaceSize",
+    .launch = {"aclnnTopk", pa_run_scan, pa_in_Topk, pa_out_Topk},
+    .kernel = PA_SCAN_TOPK,
+    .params = pa_params_Topk,
+    .nparams = 7,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor* self, int64_t k, int64_t dim, bool largest, bool sorted,
+        aclTensor* valuesOut, aclTensor* indicesOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)k}, {.i = (int64_t)dim}, {.b = largest}, {.b = sorted}, {.p = valuesOut}, {.p = indicesOut}};
+    return pa_op_plan(&pa_op_Topk, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnTopk(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Topk.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnSum ---- */
@@ -6079,506 +6583,21 @@ PA_API aclnnStatus aclnnSum(void *workspace, uint64_t workspaceSize, aclOpExecut
     return pa_executor_launch(&pa_op_Sum.launch, workspace, workspaceSize, executor, stream);
 }
 
-/* ---- aclnnMean ---- */
-static const pa_param pa_params_Mean[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
-    {"dtype", PA_P_DTYPE, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Mean[] = {"self"};
-static const char *const pa_out_Mean[] = {"out"};
-static const pa_op pa_op_Mean = {
-    .ws_api = "aclnnMeanGetWorkspaceSize",
-    .launch = {"aclnnMean", pa_run_none, pa_in_Mean, pa_out_Mean},
-    .params = pa_params_Mean,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
-        aclDataType dtype, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.i = (int64_t)dtype}, {.p = out}};
-    return pa_op_plan(&pa_op_Mean, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnMean(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Mean.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnMax ---- */
-static const pa_param pa_params_Max[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Max[] = {"self"};
-static const char *const pa_out_Max[] = {"out"};
-static const pa_op pa_op_Max = {
-    .ws_api = "aclnnMaxGetWorkspaceSize",
-    .launch = {"aclnnMax", pa_run_none, pa_in_Max, pa_out_Max},
-    .params = pa_params_Max,
-    .nparams = 2,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnMaxGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = out}};
-    return pa_op_plan(&pa_op_Max, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnMax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Max.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnMin ---- */
-static const pa_param pa_params_Min[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Min[] = {"self"};
-static const char *const pa_out_Min[] = {"out"};
-static const pa_op pa_op_Min = {
-    .ws_api = "aclnnMinGetWorkspaceSize",
-    .launch = {"aclnnMin", pa_run_none, pa_in_Min, pa_out_Min},
-    .params = pa_params_Min,
-    .nparams = 2,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnMinGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = out}};
-    return pa_op_plan(&pa_op_Min, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnMin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Min.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnMaxDim ---- */
-static const pa_param pa_params_MaxDim[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"indices", PA_P_TENSOR, PA_IN, 0, 0},
-};
-static const char *const pa_in_MaxDim[] = {"self", "indices"};
-static const char *const pa_out_MaxDim[] = {"out"};
-static const pa_op pa_op_MaxDim = {
-    .ws_api = "aclnnMaxDimGetWorkspaceSize",
-    .launch = {"aclnnMaxDim", pa_run_none, pa_in_MaxDim, pa_out_MaxDim},
-    .params = pa_params_MaxDim,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnMaxDimGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
-        aclTensor* indices, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}, {.p = indices}};
-    return pa_op_plan(&pa_op_MaxDim, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnMaxDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_MaxDim.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnMinDim ---- */
-static const pa_param pa_params_MinDim[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"indices", PA_P_TENSOR, PA_IN, 0, 0},
-};
-static const char *const pa_in_MinDim[] = {"self", "indices"};
-static const char *const pa_out_MinDim[] = {"out"};
-static const pa_op pa_op_MinDim = {
-    .ws_api = "aclnnMinDimGetWorkspaceSize",
-    .launch = {"aclnnMinDim", pa_run_none, pa_in_MinDim, pa_out_MinDim},
-    .params = pa_params_MinDim,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnMinDimGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
-        aclTensor* indices, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}, {.p = indices}};
-    return pa_op_plan(&pa_op_MinDim, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnMinDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_MinDim.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnAmax ---- */
-static const pa_param pa_params_Amax[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Amax[] = {"self"};
-static const char *const pa_out_Amax[] = {"out"};
-static const pa_op pa_op_Amax = {
-    .ws_api = "aclnnAmaxGetWorkspaceSize",
-    .launch = {"aclnnAmax", pa_run_none, pa_in_Amax, pa_out_Amax},
-    .params = pa_params_Amax,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
-        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.p = out}};
-    return pa_op_plan(&pa_op_Amax, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnAmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Amax.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnAmin ---- */
-static const pa_param pa_params_Amin[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Amin[] = {"self"};
-static const char *const pa_out_Amin[] = {"out"};
-static const pa_op pa_op_Amin = {
-    .ws_api = "aclnnAminGetWorkspaceSize",
-    .launch = {"aclnnAmin", pa_run_none, pa_in_Amin, pa_out_Amin},
-    .params = pa_params_Amin,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnAminGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
-        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.p = out}};
-    return pa_op_plan(&pa_op_Amin, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnAmin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Amin.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnArgMax ---- */
-static const pa_param pa_params_ArgMax[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_ArgMax[] = {"self"};
-static const char *const pa_out_ArgMax[] = {"out"};
-static const pa_op pa_op_ArgMax = {
-    .ws_api = "aclnnArgMaxGetWorkspaceSize",
-    .launch = {"aclnnArgMax", pa_run_none, pa_in_ArgMax, pa_out_ArgMax},
-    .params = pa_params_ArgMax,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnArgMaxGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}};
-    return pa_op_plan(&pa_op_ArgMax, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnArgMax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_ArgMax.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnArgMin ---- */
-static const pa_param pa_params_ArgMin[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_ArgMin[] = {"self"};
-static const char *const pa_out_ArgMin[] = {"out"};
-static const pa_op pa_op_ArgMin = {
-    .ws_api = "aclnnArgMinGetWorkspaceSize",
-    .launch = {"aclnnArgMin", pa_run_none, pa_in_ArgMin, pa_out_ArgMin},
-    .params = pa_params_ArgMin,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnArgMinGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepdim}, {.p = out}};
-    return pa_op_plan(&pa_op_ArgMin, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnArgMin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_ArgMin.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnAny ---- */
-static const pa_param pa_params_Any[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Any[] = {"self"};
-static const char *const pa_out_Any[] = {"out"};
-static const pa_op pa_op_Any = {
-    .ws_api = "aclnnAnyGetWorkspaceSize",
-    .launch = {"aclnnAny", pa_run_none, pa_in_Any, pa_out_Any},
-    .params = pa_params_Any,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnAnyGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepdim,
-        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepdim}, {.p = out}};
-    return pa_op_plan(&pa_op_Any, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnAny(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Any.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnAll ---- */
-static const pa_param pa_params_All[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_All[] = {"self"};
-static const char *const pa_out_All[] = {"out"};
-static const pa_op pa_op_All = {
-    .ws_api = "aclnnAllGetWorkspaceSize",
-    .launch = {"aclnnAll", pa_run_none, pa_in_All, pa_out_All},
-    .params = pa_params_All,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnAllGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepdim,
-        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepdim}, {.p = out}};
-    return pa_op_plan(&pa_op_All, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnAll(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_All.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnNorm ---- */
-static const pa_param pa_params_Norm[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"pScalar", PA_P_SCALAR, PA_IN, 0, 0},
-    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Norm[] = {"self"};
-static const char *const pa_out_Norm[] = {"out"};
-static const pa_op pa_op_Norm = {
-    .ws_api = "aclnnNormGetWorkspaceSize",
-    .launch = {"aclnnNorm", pa_run_none, pa_in_Norm, pa_out_Norm},
-    .params = pa_params_Norm,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnNormGetWorkspaceSize(const aclTensor* self, const aclScalar* pScalar, const aclIntArray* dim,
-        bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = pScalar}, {.p = dim}, {.b = keepdim}, {.p = out}};
-    return pa_op_plan(&pa_op_Norm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Norm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnLinalgVectorNorm ---- */
-static const pa_param pa_params_LinalgVectorNorm[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"ord", PA_P_SCALAR, PA_IN, 0, 0},
-    {"dims", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"keepDims", PA_P_BOOL, PA_IN, 0, 0},
-    {"dtype", PA_P_DTYPE, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_LinalgVectorNorm[] = {"self"};
-static const char *const pa_out_LinalgVectorNorm[] = {"out"};
-static const pa_op pa_op_LinalgVectorNorm = {
-    .ws_api = "aclnnLinalgVectorNormGetWorkspaceSize",
-    .launch = {"aclnnLinalgVectorNorm", pa_run_none, pa_in_LinalgVectorNorm, pa_out_LinalgVectorNorm},
-    .params = pa_params_LinalgVectorNorm,
-    .nparams = 6,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnLinalgVectorNormGetWorkspaceSize(const aclTensor* self, const aclScalar* ord,
-        const aclIntArray* dims, bool keepDims, const aclDataType dtype, aclTensor* out, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = ord}, {.p = dims}, {.b = keepDims}, {.i = (int64_t)dtype}, {.p = out}};
-    return pa_op_plan(&pa_op_LinalgVectorNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnLinalgVectorNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_LinalgVectorNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnCumsum ---- */
-static const pa_param pa_params_Cumsum[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"dtype", PA_P_DTYPE, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Cumsum[] = {"self"};
-static const char *const pa_out_Cumsum[] = {"out"};
-static const pa_op pa_op_Cumsum = {
-    .ws_api = "aclnnCumsumGetWorkspaceSize",
-    .launch = {"aclnnCumsum", pa_run_none, pa_in_Cumsum, pa_out_Cumsum},
-    .params = pa_params_Cumsum,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnCumsumGetWorkspaceSize(const aclTensor* self, int64_t dim, aclDataType dtype, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.i = (int64_t)dtype}, {.p = out}};
-    return pa_op_plan(&pa_op_Cumsum, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnCumsum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Cumsum.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnArgsort ---- */
-static const pa_param pa_params_Argsort[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"descending", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Argsort[] = {"self"};
-static const char *const pa_out_Argsort[] = {"out"};
-static const pa_op pa_op_Argsort = {
-    .ws_api = "aclnnArgsortGetWorkspaceSize",
-    .launch = {"aclnnArgsort", pa_run_none, pa_in_Argsort, pa_out_Argsort},
-    .params = pa_params_Argsort,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnArgsortGetWorkspaceSize(const aclTensor* self, int64_t dim, bool descending, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = descending}, {.p = out}};
-    return pa_op_plan(&pa_op_Argsort, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnArgsort(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Argsort.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnSort ---- */
-static const pa_param pa_params_Sort[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"stable", PA_P_BOOL, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"descending", PA_P_BOOL, PA_IN, 0, 0},
-    {"valuesOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"indicesOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Sort[] = {"self"};
-static const char *const pa_out_Sort[] = {"valuesOut", "indicesOut"};
-static const pa_op pa_op_Sort = {
-    .ws_api = "aclnnSortGetWorkspaceSize",
-    .launch = {"aclnnSort", pa_run_none, pa_in_Sort, pa_out_Sort},
-    .params = pa_params_Sort,
-    .nparams = 6,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnSortGetWorkspaceSize(const aclTensor* self, bool stable, int64_t dim, bool descending,
-        aclTensor* valuesOut, aclTensor* indicesOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.b = stable}, {.i = (int64_t)dim}, {.b = descending}, {.p = valuesOut}, {.p = indicesOut}};
-    return pa_op_plan(&pa_op_Sort, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnSort(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Sort.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnTopk ---- */
-static const pa_param pa_params_Topk[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"k", PA_P_INT, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"largest", PA_P_BOOL, PA_IN, 0, 0},
-    {"sorted", PA_P_BOOL, PA_IN, 0, 0},
-    {"valuesOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"indicesOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Topk[] = {"self"};
-static const char *const pa_out_Topk[] = {"valuesOut", "indicesOut"};
-static const pa_op pa_op_Topk = {
-    .ws_api = "aclnnTopkGetWorkspaceSize",
-    .launch = {"aclnnTopk", pa_run_none, pa_in_Topk, pa_out_Topk},
-    .params = pa_params_Topk,
-    .nparams = 7,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor* self, int64_t k, int64_t dim, bool largest, bool sorted,
-        aclTensor* valuesOut, aclTensor* indicesOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)k}, {.i = (int64_t)dim}, {.b = largest}, {.b = sorted}, {.p = valuesOut}, {.p = indicesOut}};
-    return pa_op_plan(&pa_op_Topk, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnTopk(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Topk.launch, workspace, workspaceSize, executor, stream);
-}
-
 /* ---- aclnnPermute ---- */
 static const pa_param pa_params_Permute[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
     {"dims", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
 };
 static const char *const pa_in_Permute[] = {"self"};
 static const char *const pa_out_Permute[] = {"out"};
 static const pa_op pa_op_Permute = {
     .ws_api = "aclnnPermuteGetWorkspaceSize",
-    .launch = {"aclnnPermute", pa_run_none, pa_in_Permute, pa_out_Permute},
+    .launch = {"aclnnPermute", pa_run_shape, pa_in_Permute, pa_out_Permute},
+    .kernel = PA_SHAPE_PERMUTE,
     .params = pa_params_Permute,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6595,21 +6614,22 @@ PA_API aclnnStatus aclnnPermute(void *workspace, uint64_t workspaceSize, aclOpEx
 
 /* ---- aclnnSlice ---- */
 static const pa_param pa_params_Slice[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800121f) /* f32 f16 bf16 s32 s64 s8 u8 bool */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
     {"start", PA_P_INT, PA_IN, 0, 0},
     {"end", PA_P_INT, PA_IN, 0, 0},
     {"step", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800121f) /* f32 f16 bf16 s32 s64 s8 u8 bool */},
 };
 static const char *const pa_in_Slice[] = {"self"};
 static const char *const pa_out_Slice[] = {"out"};
 static const pa_op pa_op_Slice = {
     .ws_api = "aclnnSliceGetWorkspaceSize",
-    .launch = {"aclnnSlice", pa_run_none, pa_in_Slice, pa_out_Slice},
+    .launch = {"aclnnSlice", pa_run_shape, pa_in_Slice, pa_out_Slice},
+    .kernel = PA_SHAPE_SLICE,
     .params = pa_params_Slice,
     .nparams = 6,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6625,18 +6645,19 @@ PA_API aclnnStatus aclnnSlice(void *workspace, uint64_t workspaceSize, aclOpExec
 
 /* ---- aclnnRepeat ---- */
 static const pa_param pa_params_Repeat[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
     {"repeats", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
 };
 static const char *const pa_in_Repeat[] = {"self"};
 static const char *const pa_out_Repeat[] = {"out"};
 static const pa_op pa_op_Repeat = {
     .ws_api = "aclnnRepeatGetWorkspaceSize",
-    .launch = {"aclnnRepeat", pa_run_none, pa_in_Repeat, pa_out_Repeat},
+    .launch = {"aclnnRepeat", pa_run_shape, pa_in_Repeat, pa_out_Repeat},
+    .kernel = PA_SHAPE_REPEAT,
     .params = pa_params_Repeat,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6652,18 +6673,19 @@ PA_API aclnnStatus aclnnRepeat(void *workspace, uint64_t workspaceSize, aclOpExe
 
 /* ---- aclnnExpand ---- */
 static const pa_param pa_params_Expand[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
     {"size", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
 };
 static const char *const pa_in_Expand[] = {"self"};
 static const char *const pa_out_Expand[] = {"out"};
 static const pa_op pa_op_Expand = {
     .ws_api = "aclnnExpandGetWorkspaceSize",
-    .launch = {"aclnnExpand", pa_run_none, pa_in_Expand, pa_out_Expand},
+    .launch = {"aclnnExpand", pa_run_shape, pa_in_Expand, pa_out_Expand},
+    .kernel = PA_SHAPE_EXPAND,
     .params = pa_params_Expand,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6679,18 +6701,19 @@ PA_API aclnnStatus aclnnExpand(void *workspace, uint64_t workspaceSize, aclOpExe
 
 /* ---- aclnnFlip ---- */
 static const pa_param pa_params_Flip[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
     {"dims", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031fdf) /* f32 f16 f64 u64 s64 u32 s32 u16 s16 u8 s8 bool c64 c128 bf16 */},
 };
 static const char *const pa_in_Flip[] = {"self"};
 static const char *const pa_out_Flip[] = {"out"};
 static const pa_op pa_op_Flip = {
     .ws_api = "aclnnFlipGetWorkspaceSize",
-    .launch = {"aclnnFlip", pa_run_none, pa_in_Flip, pa_out_Flip},
+    .launch = {"aclnnFlip", pa_run_shape, pa_in_Flip, pa_out_Flip},
+    .kernel = PA_SHAPE_FLIP,
     .params = pa_params_Flip,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6704,139 +6727,22 @@ PA_API aclnnStatus aclnnFlip(void *workspace, uint64_t workspaceSize, aclOpExecu
     return pa_executor_launch(&pa_op_Flip.launch, workspace, workspaceSize, executor, stream);
 }
 
-/* ---- aclnnRepeatInterleave ---- */
-static const pa_param pa_params_RepeatInterleave[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"repeats", PA_P_TENSOR, PA_IN, 0, 0},
-    {"outputSize", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RepeatInterleave[] = {"self", "repeats"};
-static const char *const pa_out_RepeatInterleave[] = {"out"};
-static const pa_op pa_op_RepeatInterleave = {
-    .ws_api = "aclnnRepeatInterleaveGetWorkspaceSize",
-    .launch = {"aclnnRepeatInterleave", pa_run_none, pa_in_RepeatInterleave, pa_out_RepeatInterleave},
-    .params = pa_params_RepeatInterleave,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRepeatInterleaveGetWorkspaceSize(const aclTensor* self, const aclTensor* repeats,
-        int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = repeats}, {.i = (int64_t)outputSize}, {.p = out}};
-    return pa_op_plan(&pa_op_RepeatInterleave, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRepeatInterleave(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RepeatInterleave.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnRepeatInterleaveWithDim ---- */
-static const pa_param pa_params_RepeatInterleaveWithDim[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"repeats", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"outputSize", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RepeatInterleaveWithDim[] = {"self", "repeats"};
-static const char *const pa_out_RepeatInterleaveWithDim[] = {"out"};
-static const pa_op pa_op_RepeatInterleaveWithDim = {
-    .ws_api = "aclnnRepeatInterleaveWithDimGetWorkspaceSize",
-    .launch = {"aclnnRepeatInterleaveWithDim", pa_run_none, pa_in_RepeatInterleaveWithDim, pa_out_RepeatInterleaveWithDim},
-    .params = pa_params_RepeatInterleaveWithDim,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRepeatInterleaveWithDimGetWorkspaceSize(const aclTensor* self, const aclTensor* repeats,
-        int64_t dim, int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = repeats}, {.i = (int64_t)dim}, {.i = (int64_t)outputSize}, {.p = out}};
-    return pa_op_plan(&pa_op_RepeatInterleaveWithDim, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRepeatInterleaveWithDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RepeatInterleaveWithDim.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnRepeatInterleaveInt ---- */
-static const pa_param pa_params_RepeatInterleaveInt[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"repeats", PA_P_INT, PA_IN, 0, 0},
-    {"outputSize", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RepeatInterleaveInt[] = {"self"};
-static const char *const pa_out_RepeatInterleaveInt[] = {"out"};
-static const pa_op pa_op_RepeatInterleaveInt = {
-    .ws_api = "aclnnRepeatInterleaveIntGetWorkspaceSize",
-    .launch = {"aclnnRepeatInterleaveInt", pa_run_none, pa_in_RepeatInterleaveInt, pa_out_RepeatInterleaveInt},
-    .params = pa_params_RepeatInterleaveInt,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRepeatInterleaveIntGetWorkspaceSize(const aclTensor* self, int64_t repeats,
-        int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)repeats}, {.i = (int64_t)outputSize}, {.p = out}};
-    return pa_op_plan(&pa_op_RepeatInterleaveInt, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRepeatInterleaveInt(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RepeatInterleaveInt.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnRepeatInterleaveIntWithDim ---- */
-static const pa_param pa_params_RepeatInterleaveIntWithDim[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"repeats", PA_P_INT, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"outputSize", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RepeatInterleaveIntWithDim[] = {"self"};
-static const char *const pa_out_RepeatInterleaveIntWithDim[] = {"out"};
-static const pa_op pa_op_RepeatInterleaveIntWithDim = {
-    .ws_api = "aclnnRepeatInterleaveIntWithDimGetWorkspaceSize",
-    .launch = {"aclnnRepeatInterleaveIntWithDim", pa_run_none, pa_in_RepeatInterleaveIntWithDim, pa_out_RepeatInterleaveIntWithDim},
-    .params = pa_params_RepeatInterleaveIntWithDim,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRepeatInterleaveIntWithDimGetWorkspaceSize(const aclTensor* self, int64_t repeats,
-        int64_t dim, int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)repeats}, {.i = (int64_t)dim}, {.i = (int64_t)outputSize}, {.p = out}};
-    return pa_op_plan(&pa_op_RepeatInterleaveIntWithDim, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRepeatInterleaveIntWithDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RepeatInterleaveIntWithDim.launch, workspace, workspaceSize, executor, stream);
-}
-
 /* ---- aclnnRoll ---- */
 static const pa_param pa_params_Roll[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800135f) /* bf16 f16 f32 s8 u8 s32 s64 u32 bool s16 */},
     {"shifts", PA_P_INT_ARRAY, PA_IN, 0, 0},
     {"dims", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800135f) /* bf16 f16 f32 s8 u8 s32 s64 u32 bool s16 */},
 };
 static const char *const pa_in_Roll[] = {"x"};
 static const char *const pa_out_Roll[] = {"out"};
 static const pa_op pa_op_Roll = {
     .ws_api = "aclnnRollGetWorkspaceSize",
-    .launch = {"aclnnRoll", pa_run_none, pa_in_Roll, pa_out_Roll},
+    .launch = {"aclnnRoll", pa_run_shape, pa_in_Roll, pa_out_Roll},
+    .kernel = PA_SHAPE_ROLL,
     .params = pa_params_Roll,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6852,18 +6758,19 @@ PA_API aclnnStatus aclnnRoll(void *workspace, uint64_t workspaceSize, aclOpExecu
 
 /* ---- aclnnTril ---- */
 static const pa_param pa_params_Tril[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001fdf) /* u8 s8 s16 s32 s64 f16 f32 f64 bool bf16 u16 u32 u64 */},
     {"diagonal", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001fdf) /* u8 s8 s16 s32 s64 f16 f32 f64 bool bf16 u16 u32 u64 */},
 };
 static const char *const pa_in_Tril[] = {"self"};
 static const char *const pa_out_Tril[] = {"out"};
 static const pa_op pa_op_Tril = {
     .ws_api = "aclnnTrilGetWorkspaceSize",
-    .launch = {"aclnnTril", pa_run_none, pa_in_Tril, pa_out_Tril},
+    .launch = {"aclnnTril", pa_run_shape, pa_in_Tril, pa_out_Tril},
+    .kernel = PA_SHAPE_TRIL,
     .params = pa_params_Tril,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6879,17 +6786,18 @@ PA_API aclnnStatus aclnnTril(void *workspace, uint64_t workspaceSize, aclOpExecu
 
 /* ---- aclnnInplaceTril ---- */
 static const pa_param pa_params_InplaceTril[] = {
-    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, 0},
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001fdf) /* u8 s8 s16 s32 s64 f16 f32 f64 bool bf16 u16 u32 u64 */},
     {"diagonal", PA_P_INT, PA_IN, 0, 0},
 };
 static const char *const pa_in_InplaceTril[] = {"selfRef"};
 static const char *const pa_out_InplaceTril[] = {"selfRef"};
 static const pa_op pa_op_InplaceTril = {
     .ws_api = "aclnnInplaceTrilGetWorkspaceSize",
-    .launch = {"aclnnInplaceTril", pa_run_none, pa_in_InplaceTril, pa_out_InplaceTril},
+    .launch = {"aclnnInplaceTril", pa_run_shape, pa_in_InplaceTril, pa_out_InplaceTril},
+    .kernel = PA_SHAPE_TRIL,
     .params = pa_params_InplaceTril,
     .nparams = 2,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6906,18 +6814,19 @@ PA_API aclnnStatus aclnnInplaceTril(void *workspace, uint64_t workspaceSize, acl
 
 /* ---- aclnnTriu ---- */
 static const pa_param pa_params_Triu[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001fdf) /* u8 s8 s16 s32 s64 f16 f32 f64 bool bf16 u16 u32 u64 */},
     {"diagonal", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001fdf) /* u8 s8 s16 s32 s64 f16 f32 f64 bool bf16 u16 u32 u64 */},
 };
 static const char *const pa_in_Triu[] = {"self"};
 static const char *const pa_out_Triu[] = {"out"};
 static const pa_op pa_op_Triu = {
     .ws_api = "aclnnTriuGetWorkspaceSize",
-    .launch = {"aclnnTriu", pa_run_none, pa_in_Triu, pa_out_Triu},
+    .launch = {"aclnnTriu", pa_run_shape, pa_in_Triu, pa_out_Triu},
+    .kernel = PA_SHAPE_TRIU,
     .params = pa_params_Triu,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6933,17 +6842,18 @@ PA_API aclnnStatus aclnnTriu(void *workspace, uint64_t workspaceSize, aclOpExecu
 
 /* ---- aclnnInplaceTriu ---- */
 static const pa_param pa_params_InplaceTriu[] = {
-    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, 0},
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001fdf) /* u8 s8 s16 s32 s64 f16 f32 f64 bool bf16 u16 u32 u64 */},
     {"diagonal", PA_P_INT, PA_IN, 0, 0},
 };
 static const char *const pa_in_InplaceTriu[] = {"selfRef"};
 static const char *const pa_out_InplaceTriu[] = {"selfRef"};
 static const pa_op pa_op_InplaceTriu = {
     .ws_api = "aclnnInplaceTriuGetWorkspaceSize",
-    .launch = {"aclnnInplaceTriu", pa_run_none, pa_in_InplaceTriu, pa_out_InplaceTriu},
+    .launch = {"aclnnInplaceTriu", pa_run_shape, pa_in_InplaceTriu, pa_out_InplaceTriu},
+    .kernel = PA_SHAPE_TRIU,
     .params = pa_params_InplaceTriu,
     .nparams = 2,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -6960,18 +6870,19 @@ PA_API aclnnStatus aclnnInplaceTriu(void *workspace, uint64_t workspaceSize, acl
 
 /* ---- aclnnReflectionPad1d ---- */
 static const pa_param pa_params_ReflectionPad1d[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 f64 s8 u8 bool bf16 c64 c128 */},
     {"padding", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 f64 s8 u8 bool bf16 c64 c128 */},
 };
 static const char *const pa_in_ReflectionPad1d[] = {"self"};
 static const char *const pa_out_ReflectionPad1d[] = {"out"};
 static const pa_op pa_op_ReflectionPad1d = {
     .ws_api = "aclnnReflectionPad1dGetWorkspaceSize",
-    .launch = {"aclnnReflectionPad1d", pa_run_none, pa_in_ReflectionPad1d, pa_out_ReflectionPad1d},
+    .launch = {"aclnnReflectionPad1d", pa_run_shape, pa_in_ReflectionPad1d, pa_out_ReflectionPad1d},
+    .kernel = PA_SHAPE_REFLECTION_PAD1D,
     .params = pa_params_ReflectionPad1d,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7045,15 +6956,16 @@ static const pa_param pa_params_Arange[] = {
     {"start", PA_P_SCALAR, PA_IN, 0, 0},
     {"end", PA_P_SCALAR, PA_IN, 0, 0},
     {"step", PA_P_SCALAR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000a0b) /* f16 f32 f64 s32 s64 bf16 */},
 };
 static const char *const pa_out_Arange[] = {"out"};
 static const pa_op pa_op_Arange = {
     .ws_api = "aclnnArangeGetWorkspaceSize",
-    .launch = {"aclnnArange", pa_run_none, NULL, pa_out_Arange},
+    .launch = {"aclnnArange", pa_run_shape, NULL, pa_out_Arange},
+    .kernel = PA_SHAPE_ARANGE,
     .params = pa_params_Arange,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_shape,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7067,20 +6979,143 @@ PA_API aclnnStatus aclnnArange(void *workspace, uint64_t workspaceSize, aclOpExe
     return pa_executor_launch(&pa_op_Arange.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnRepeatInterleave ---- */
+static const pa_param pa_params_RepeatInterleave[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+    {"repeats", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"outputSize", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+};
+static const char *const pa_in_RepeatInterleave[] = {"self", "repeats"};
+static const char *const pa_out_RepeatInterleave[] = {"out"};
+static const pa_op pa_op_RepeatInterleave = {
+    .ws_api = "aclnnRepeatInterleaveGetWorkspaceSize",
+    .launch = {"aclnnRepeatInterleave", pa_run_index, pa_in_RepeatInterleave, pa_out_RepeatInterleave},
+    .kernel = PA_INDEX_REPEAT_INTERLEAVE,
+    .params = pa_params_RepeatInterleave,
+    .nparams = 4,
+    .plan = pa_plan_index,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRepeatInterleaveGetWorkspaceSize(const aclTensor* self, const aclTensor* repeats,
+        int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = repeats}, {.i = (int64_t)outputSize}, {.p = out}};
+    return pa_op_plan(&pa_op_RepeatInterleave, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRepeatInterleave(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RepeatInterleave.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRepeatInterleaveWithDim ---- */
+static const pa_param pa_params_RepeatInterleaveWithDim[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+    {"repeats", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"outputSize", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+};
+static const char *const pa_in_RepeatInterleaveWithDim[] = {"self", "repeats"};
+static const char *const pa_out_RepeatInterleaveWithDim[] = {"out"};
+static const pa_op pa_op_RepeatInterleaveWithDim = {
+    .ws_api = "aclnnRepeatInterleaveWithDimGetWorkspaceSize",
+    .launch = {"aclnnRepeatInterleaveWithDim", pa_run_index, pa_in_RepeatInterleaveWithDim, pa_out_RepeatInterleaveWithDim},
+    .kernel = PA_INDEX_REPEAT_INTERLEAVE_DIM,
+    .params = pa_params_RepeatInterleaveWithDim,
+    .nparams = 5,
+    .plan = pa_plan_index,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRepeatInterleaveWithDimGetWorkspaceSize(const aclTensor* self, const aclTensor* repeats,
+        int64_t dim, int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = repeats}, {.i = (int64_t)dim}, {.i = (int64_t)outputSize}, {.p = out}};
+    return pa_op_plan(&pa_op_RepeatInterleaveWithDim, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRepeatInterleaveWithDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RepeatInterleaveWithDim.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRepeatInterleaveInt ---- */
+static const pa_param pa_params_RepeatInterleaveInt[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+    {"repeats", PA_P_INT, PA_IN, 0, 0},
+    {"outputSize", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+};
+static const char *const pa_in_RepeatInterleaveInt[] = {"self"};
+static const char *const pa_out_RepeatInterleaveInt[] = {"out"};
+static const pa_op pa_op_RepeatInterleaveInt = {
+    .ws_api = "aclnnRepeatInterleaveIntGetWorkspaceSize",
+    .launch = {"aclnnRepeatInterleaveInt", pa_run_index, pa_in_RepeatInterleaveInt, pa_out_RepeatInterleaveInt},
+    .kernel = PA_INDEX_REPEAT_INTERLEAVE_INT,
+    .params = pa_params_RepeatInterleaveInt,
+    .nparams = 4,
+    .plan = pa_plan_index,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRepeatInterleaveIntGetWorkspaceSize(const aclTensor* self, int64_t repeats,
+        int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)repeats}, {.i = (int64_t)outputSize}, {.p = out}};
+    return pa_op_plan(&pa_op_RepeatInterleaveInt, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRepeatInterleaveInt(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RepeatInterleaveInt.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRepeatInterleaveIntWithDim ---- */
+static const pa_param pa_params_RepeatInterleaveIntWithDim[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+    {"repeats", PA_P_INT, PA_IN, 0, 0},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"outputSize", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800125f) /* u8 s8 s16 s32 s64 bool f16 f32 bf16 */},
+};
+static const char *const pa_in_RepeatInterleaveIntWithDim[] = {"self"};
+static const char *const pa_out_RepeatInterleaveIntWithDim[] = {"out"};
+static const pa_op pa_op_RepeatInterleaveIntWithDim = {
+    .ws_api = "aclnnRepeatInterleaveIntWithDimGetWorkspaceSize",
+    .launch = {"aclnnRepeatInterleaveIntWithDim", pa_run_index, pa_in_RepeatInterleaveIntWithDim, pa_out_RepeatInterleaveIntWithDim},
+    .kernel = PA_INDEX_REPEAT_INTERLEAVE_INT_DIM,
+    .params = pa_params_RepeatInterleaveIntWithDim,
+    .nparams = 5,
+    .plan = pa_plan_index,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRepeatInterleaveIntWithDimGetWorkspaceSize(const aclTensor* self, int64_t repeats,
+        int64_t dim, int64_t outputSize, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)repeats}, {.i = (int64_t)dim}, {.i = (int64_t)outputSize}, {.p = out}};
+    return pa_op_plan(&pa_op_RepeatInterleaveIntWithDim, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRepeatInterleaveIntWithDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RepeatInterleaveIntWithDim.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnUpsampleNearest2d ---- */
 static const pa_param pa_params_UpsampleNearest2d[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000813) /* f16 f32 f64 u8 bf16 */},
     {"outputSize", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000813) /* f16 f32 f64 u8 bf16 */},
 };
 static const char *const pa_in_UpsampleNearest2d[] = {"self"};
 static const char *const pa_out_UpsampleNearest2d[] = {"out"};
 static const pa_op pa_op_UpsampleNearest2d = {
     .ws_api = "aclnnUpsampleNearest2dGetWorkspaceSize",
-    .launch = {"aclnnUpsampleNearest2d", pa_run_none, pa_in_UpsampleNearest2d, pa_out_UpsampleNearest2d},
+    .launch = {"aclnnUpsampleNearest2d", pa_run_index, pa_in_UpsampleNearest2d, pa_out_UpsampleNearest2d},
+    .kernel = PA_INDEX_UPSAMPLE_NEAREST2D,
     .params = pa_params_UpsampleNearest2d,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7097,19 +7132,20 @@ PA_API aclnnStatus aclnnUpsampleNearest2d(void *workspace, uint64_t workspaceSiz
 
 /* ---- aclnnGatherV2 ---- */
 static const pa_param pa_params_GatherV2[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 s8 u8 bool f64 c64 c128 bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 s8 u8 bool f64 c64 c128 bf16 */},
 };
 static const char *const pa_in_GatherV2[] = {"self", "index"};
 static const char *const pa_out_GatherV2[] = {"out"};
 static const pa_op pa_op_GatherV2 = {
     .ws_api = "aclnnGatherV2GetWorkspaceSize",
-    .launch = {"aclnnGatherV2", pa_run_none, pa_in_GatherV2, pa_out_GatherV2},
+    .launch = {"aclnnGatherV2", pa_run_index, pa_in_GatherV2, pa_out_GatherV2},
+    .kernel = PA_INDEX_GATHER_V2,
     .params = pa_params_GatherV2,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7126,19 +7162,20 @@ PA_API aclnnStatus aclnnGatherV2(void *workspace, uint64_t workspaceSize, aclOpE
 
 /* ---- aclnnGather ---- */
 static const pa_param pa_params_Gather[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001fdf) /* f32 s32 f16 s8 f64 s16 s64 u64 u32 u16 u8 bool bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001fdf) /* f32 s32 f16 s8 f64 s16 s64 u64 u32 u16 u8 bool bf16 */},
 };
 static const char *const pa_in_Gather[] = {"self", "index"};
 static const char *const pa_out_Gather[] = {"out"};
 static const pa_op pa_op_Gather = {
     .ws_api = "aclnnGatherGetWorkspaceSize",
-    .launch = {"aclnnGather", pa_run_none, pa_in_Gather, pa_out_Gather},
+    .launch = {"aclnnGather", pa_run_index, pa_in_Gather, pa_out_Gather},
+    .kernel = PA_INDEX_GATHER,
     .params = pa_params_Gather,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7154,19 +7191,20 @@ PA_API aclnnStatus aclnnGather(void *workspace, uint64_t workspaceSize, aclOpExe
 
 /* ---- aclnnIndexSelect ---- */
 static const pa_param pa_params_IndexSelect[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 s32 s64 f16 s16 s8 u8 bool u64 u32 u16 f64 c64 c128 bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031fdf) /* f32 s32 s64 f16 s16 s8 u8 bool u64 u32 u16 f64 c64 c128 bf16 */},
 };
 static const char *const pa_in_IndexSelect[] = {"self", "index"};
 static const char *const pa_out_IndexSelect[] = {"out"};
 static const pa_op pa_op_IndexSelect = {
     .ws_api = "aclnnIndexSelectGetWorkspaceSize",
-    .launch = {"aclnnIndexSelect", pa_run_none, pa_in_IndexSelect, pa_out_IndexSelect},
+    .launch = {"aclnnIndexSelect", pa_run_index, pa_in_IndexSelect, pa_out_IndexSelect},
+    .kernel = PA_INDEX_INDEX_SELECT,
     .params = pa_params_IndexSelect,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7183,19 +7221,20 @@ PA_API aclnnStatus aclnnIndexSelect(void *workspace, uint64_t workspaceSize, acl
 
 /* ---- aclnnInplaceIndexCopy ---- */
 static const pa_param pa_params_InplaceIndexCopy[] = {
-    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, 0},
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8031a5f) /* f64 s16 s8 u8 c64 c128 bool f32 f16 s32 s64 bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"source", PA_P_TENSOR, PA_IN, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"source", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f64 s16 s8 u8 c64 c128 bool f32 f16 s32 s64 bf16 */},
 };
 static const char *const pa_in_InplaceIndexCopy[] = {"selfRef", "index", "source"};
 static const char *const pa_out_InplaceIndexCopy[] = {"selfRef"};
 static const pa_op pa_op_InplaceIndexCopy = {
     .ws_api = "aclnnInplaceIndexCopyGetWorkspaceSize",
-    .launch = {"aclnnInplaceIndexCopy", pa_run_none, pa_in_InplaceIndexCopy, pa_out_InplaceIndexCopy},
+    .launch = {"aclnnInplaceIndexCopy", pa_run_index, pa_in_InplaceIndexCopy, pa_out_InplaceIndexCopy},
+    .kernel = PA_INDEX_INPLACE_INDEX_COPY,
     .params = pa_params_InplaceIndexCopy,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7212,20 +7251,21 @@ PA_API aclnnStatus aclnnInplaceIndexCopy(void *workspace, uint64_t workspaceSize
 
 /* ---- aclnnIndexCopy ---- */
 static const pa_param pa_params_IndexCopy[] = {
-    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, 0},
+    {"selfRef", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f64 s16 s8 u8 c64 c128 bool f32 f16 s32 s64 bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"source", PA_P_TENSOR, PA_IN, 0, 0},
-    {"outRef", PA_P_TENSOR, PA_INOUT, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"source", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f64 s16 s8 u8 c64 c128 bool f32 f16 s32 s64 bf16 */},
+    {"outRef", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f64 s16 s8 u8 c64 c128 bool f32 f16 s32 s64 bf16 */},
 };
-static const char *const pa_in_IndexCopy[] = {"selfRef", "index", "source", "outRef"};
-static const char *const pa_out_IndexCopy[] = {"selfRef", "outRef"};
+static const char *const pa_in_IndexCopy[] = {"selfRef", "index", "source"};
+static const char *const pa_out_IndexCopy[] = {"outRef"};
 static const pa_op pa_op_IndexCopy = {
     .ws_api = "aclnnIndexCopyGetWorkspaceSize",
-    .launch = {"aclnnIndexCopy", pa_run_none, pa_in_IndexCopy, pa_out_IndexCopy},
+    .launch = {"aclnnIndexCopy", pa_run_index, pa_in_IndexCopy, pa_out_IndexCopy},
+    .kernel = PA_INDEX_INDEX_COPY,
     .params = pa_params_IndexCopy,
     .nparams = 5,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7242,7 +7282,7 @@ PA_API aclnnStatus aclnnIndexCopy(void *workspace, uint64_t workspaceSize, aclOp
 
 /* ---- aclnnInplaceIndexFillTensor ---- */
 static const pa_param pa_params_InplaceIndexFillTensor[] = {
-    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, 0},
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x800120b) /* s32 f16 f32 s64 bool bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
     {"index", PA_P_INT_ARRAY, PA_IN, 0, 0},
     {"value", PA_P_SCALAR, PA_IN, 0, 0},
@@ -7251,10 +7291,11 @@ static const char *const pa_in_InplaceIndexFillTensor[] = {"selfRef"};
 static const char *const pa_out_InplaceIndexFillTensor[] = {"selfRef"};
 static const pa_op pa_op_InplaceIndexFillTensor = {
     .ws_api = "aclnnInplaceIndexFillTensorGetWorkspaceSize",
-    .launch = {"aclnnInplaceIndexFillTensor", pa_run_none, pa_in_InplaceIndexFillTensor, pa_out_InplaceIndexFillTensor},
+    .launch = {"aclnnInplaceIndexFillTensor", pa_run_index, pa_in_InplaceIndexFillTensor, pa_out_InplaceIndexFillTensor},
+    .kernel = PA_INDEX_INPLACE_INDEX_FILL,
     .params = pa_params_InplaceIndexFillTensor,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7271,20 +7312,21 @@ PA_API aclnnStatus aclnnInplaceIndexFillTensor(void *workspace, uint64_t workspa
 
 /* ---- aclnnIndexFillTensor ---- */
 static const pa_param pa_params_IndexFillTensor[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800120b) /* s32 f16 f32 s64 bool bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
     {"index", PA_P_INT_ARRAY, PA_IN, 0, 0},
     {"value", PA_P_SCALAR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800120b) /* s32 f16 f32 s64 bool bf16 */},
 };
 static const char *const pa_in_IndexFillTensor[] = {"self"};
 static const char *const pa_out_IndexFillTensor[] = {"out"};
 static const pa_op pa_op_IndexFillTensor = {
     .ws_api = "aclnnIndexFillTensorGetWorkspaceSize",
-    .launch = {"aclnnIndexFillTensor", pa_run_none, pa_in_IndexFillTensor, pa_out_IndexFillTensor},
+    .launch = {"aclnnIndexFillTensor", pa_run_index, pa_in_IndexFillTensor, pa_out_IndexFillTensor},
+    .kernel = PA_INDEX_INDEX_FILL,
     .params = pa_params_IndexFillTensor,
     .nparams = 5,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7301,21 +7343,22 @@ PA_API aclnnStatus aclnnIndexFillTensor(void *workspace, uint64_t workspaceSize,
 
 /* ---- aclnnScatter ---- */
 static const pa_param pa_params_Scatter[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"src", PA_P_TENSOR, PA_IN, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"src", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
     {"reduce", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
 };
 static const char *const pa_in_Scatter[] = {"self", "index", "src"};
 static const char *const pa_out_Scatter[] = {"out"};
 static const pa_op pa_op_Scatter = {
     .ws_api = "aclnnScatterGetWorkspaceSize",
-    .launch = {"aclnnScatter", pa_run_none, pa_in_Scatter, pa_out_Scatter},
+    .launch = {"aclnnScatter", pa_run_index, pa_in_Scatter, pa_out_Scatter},
+    .kernel = PA_INDEX_SCATTER,
     .params = pa_params_Scatter,
     .nparams = 6,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7332,20 +7375,21 @@ PA_API aclnnStatus aclnnScatter(void *workspace, uint64_t workspaceSize, aclOpEx
 
 /* ---- aclnnInplaceScatter ---- */
 static const pa_param pa_params_InplaceScatter[] = {
-    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, 0},
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"src", PA_P_TENSOR, PA_IN, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"src", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
     {"reduce", PA_P_INT, PA_IN, 0, 0},
 };
 static const char *const pa_in_InplaceScatter[] = {"selfRef", "index", "src"};
 static const char *const pa_out_InplaceScatter[] = {"selfRef"};
 static const pa_op pa_op_InplaceScatter = {
     .ws_api = "aclnnInplaceScatterGetWorkspaceSize",
-    .launch = {"aclnnInplaceScatter", pa_run_none, pa_in_InplaceScatter, pa_out_InplaceScatter},
+    .launch = {"aclnnInplaceScatter", pa_run_index, pa_in_InplaceScatter, pa_out_InplaceScatter},
+    .kernel = PA_INDEX_INPLACE_SCATTER,
     .params = pa_params_InplaceScatter,
     .nparams = 5,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7362,20 +7406,21 @@ PA_API aclnnStatus aclnnInplaceScatter(void *workspace, uint64_t workspaceSize, 
 
 /* ---- aclnnScatterAdd ---- */
 static const pa_param pa_params_ScatterAdd[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, 0},
-    {"src", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"src", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* u8 s8 s16 s32 s64 bool f16 f32 f64 c64 c128 bf16 */},
 };
 static const char *const pa_in_ScatterAdd[] = {"self", "index", "src"};
 static const char *const pa_out_ScatterAdd[] = {"out"};
 static const pa_op pa_op_ScatterAdd = {
     .ws_api = "aclnnScatterAddGetWorkspaceSize",
-    .launch = {"aclnnScatterAdd", pa_run_none, pa_in_ScatterAdd, pa_out_ScatterAdd},
+    .launch = {"aclnnScatterAdd", pa_run_index, pa_in_ScatterAdd, pa_out_ScatterAdd},
+    .kernel = PA_INDEX_SCATTER_ADD,
     .params = pa_params_ScatterAdd,
     .nparams = 5,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7392,18 +7437,19 @@ PA_API aclnnStatus aclnnScatterAdd(void *workspace, uint64_t workspaceSize, aclO
 
 /* ---- aclnnIndexPutImpl ---- */
 static const pa_param pa_params_IndexPutImpl[] = {
-    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, 0},
-    {"indices", PA_P_TENSOR_LIST, PA_IN, 0, 0},
-    {"values", PA_P_TENSOR, PA_IN, 0, 0},
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"indices", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x1208) /* s32 s64 bool */},
+    {"values", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
     {"accumulate", PA_P_BOOL, PA_IN, 0, 0},
     {"unsafe", PA_P_BOOL, PA_IN, 0, 0},
 };
 static const pa_op pa_op_IndexPutImpl = {
     .ws_api = "aclnnIndexPutImplGetWorkspaceSize",
-    .launch = {"aclnnIndexPutImpl", pa_run_none, NULL, NULL},
+    .launch = {"aclnnIndexPutImpl", pa_run_index, NULL, NULL},
+    .kernel = PA_INDEX_INDEX_PUT,
     .params = pa_params_IndexPutImpl,
     .nparams = 5,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7421,18 +7467,19 @@ PA_API aclnnStatus aclnnIndexPutImpl(void *workspace, uint64_t workspaceSize, ac
 
 /* ---- aclnnEmbedding ---- */
 static const pa_param pa_params_Embedding[] = {
-    {"weight", PA_P_TENSOR, PA_IN, 0, 0},
-    {"indices", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"weight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f64 f32 f16 s64 s32 s16 s8 u8 bool c128 c64 bf16 */},
+    {"indices", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f64 f32 f16 s64 s32 s16 s8 u8 bool c128 c64 bf16 */},
 };
 static const char *const pa_in_Embedding[] = {"weight", "indices"};
 static const char *const pa_out_Embedding[] = {"out"};
 static const pa_op pa_op_Embedding = {
     .ws_api = "aclnnEmbeddingGetWorkspaceSize",
-    .launch = {"aclnnEmbedding", pa_run_none, pa_in_Embedding, pa_out_Embedding},
+    .launch = {"aclnnEmbedding", pa_run_index, pa_in_Embedding, pa_out_Embedding},
+    .kernel = PA_INDEX_EMBEDDING,
     .params = pa_params_Embedding,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -7449,21 +7496,22 @@ PA_API aclnnStatus aclnnEmbedding(void *workspace, uint64_t workspaceSize, aclOp
 
 /* ---- aclnnEmbeddingDenseBackward ---- */
 static const pa_param pa_params_EmbeddingDenseBackward[] = {
-    {"grad", PA_P_TENSOR, PA_IN, 0, 0},
-    {"indices", PA_P_TENSOR, PA_IN, 0, 0},
+    {"grad", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"indices", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x1a5f) /* f16 f32 f64 s8 u8 s16 s32 s64 bool */},
     {"numWeights", PA_P_INT, PA_IN, 0, 0},
     {"paddingIdx", PA_P_INT, PA_IN, 0, 0},
     {"scaleGradByFreq", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
 };
 static const char *const pa_in_EmbeddingDenseBackward[] = {"grad", "indices"};
 static const char *const pa_out_EmbeddingDenseBackward[] = {"out"};
 static const pa_op pa_op_EmbeddingDenseBackward = {
     .ws_api = "aclnnEmbeddingDenseBackwardGetWorkspaceSize",
-    .launch = {"aclnnEmbeddingDenseBackward", pa_run_none, pa_in_EmbeddingDenseBackward, pa_out_EmbeddingDenseBackward},
+    .launch = {"aclnnEmbeddingDenseBackward", pa_run_index, pa_in_EmbeddingDenseBackward, pa_out_EmbeddingDenseBackward},
+    .kernel = PA_INDEX_EMBEDDING_BACKWARD,
     .params = pa_params_EmbeddingDenseBackward,
     .nparams = 6,
-    .plan = NULL,
+    .plan = pa_plan_index,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,

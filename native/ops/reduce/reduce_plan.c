@@ -1,0 +1,396 @@
+/* The reduce family: sums, means, extrema, norms over dims; cumsum, sorts
+ * and top-k along one dim. validate -> plan (pa_red_args / pa_scan_args) ->
+ * run (kernels/reduce/). */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/map/map_cvt.h"
+#include "kernels/reduce/reduce.h"
+#include "ops/core/pa_dtype.h"
+#include "ops/core/pa_families.h"
+
+#define SHAPE(t, b) pa_shape_str((t)->dims, (t)->ndim, (b), sizeof(b))
+
+/* ---- shared rules ---- */
+
+/* dim in [-n, n) with a 0-d tensor counting as n = 1; the wrapped dim. */
+static int wrap_dim(const char *api, const char *what, int64_t d, int32_t n, int32_t *out) {
+    const int64_t lim = n > 0 ? n : 1;
+    if (d < -lim || d >= lim) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s %lld is out of range for a %d-D self; expected [%lld, %lld]",
+                       api, what, (long long)d, (int)n, (long long)-lim, (long long)(lim - 1));
+    }
+    *out = n == 0 ? 0 : (int32_t)(d < 0 ? d + n : d);
+    return ACLNN_SUCCESS;
+}
+
+/* The reduced dims of an aclIntArray (empty = all) as a mask over self's dims. */
+static int dims_mask(const char *api, const char *name, const aclTensor *self, const aclIntArray *dims, bool unique,
+                     bool *red) {
+    for (int32_t i = 0; i < self->ndim; i++) red[i] = dims->size == 0;
+    for (uint64_t k = 0; k < dims->size; k++) {
+        int32_t d = 0;
+        char what[64];
+        snprintf(what, sizeof what, "%s[%llu]", name, (unsigned long long)k);
+        int rc = wrap_dim(api, what, dims->values[k], self->ndim, &d);
+        if (rc) return rc;
+        if (self->ndim == 0) continue;
+        if (red[d] && unique && dims->size != 0) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: dim %d appears twice in %s", api, (int)d, name);
+        }
+        red[d] = true;
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* The output shape of reducing `red` of self. */
+static int32_t reduced_shape(const aclTensor *self, const bool *red, bool keep, int64_t *dims) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < self->ndim; i++) {
+        if (!red[i]) dims[n++] = self->dims[i];
+        else if (keep) dims[n++] = 1;
+    }
+    return n;
+}
+
+/* out's shape must be dims, or both hold exactly one element ([1] and [] alike). */
+static int check_shape(const char *api, const char *name, const aclTensor *t, int32_t nd, const int64_t *dims) {
+    bool same = t->ndim == nd;
+    for (int32_t i = 0; same && i < nd; i++) same = t->dims[i] == dims[i];
+    if (same) return ACLNN_SUCCESS;
+    int64_t want = 1;
+    for (int32_t i = 0; i < nd; i++) want *= dims[i];
+    if (want == 1 && pa_tensor_numel(t) == 1) return ACLNN_SUCCESS;
+    char s1[160], s2[160];
+    return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s shape must be %s, got %s", api, name,
+                   pa_shape_str(dims, nd, s1, sizeof s1), SHAPE(t, s2));
+}
+
+static int check_same_dtype(const char *api, const char *name, const aclTensor *t, aclDataType want,
+                            const char *what) {
+    if (t->dtype == want) return ACLNN_SUCCESS;
+    return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype must be %s (%s), got %s", api, name, pa_dtype_name(want),
+                   what, pa_dtype_name(t->dtype));
+}
+
+/* ---- plans ---- */
+
+typedef struct red_plan {
+    pa_red_args args;
+    pa_tview self, out, idx; /* idx: dtype ACL_DT_UNDEFINED when absent */
+    /* what to do when self is empty */
+    int8_t empty_fill; /* 0: nothing, 1: fill out with empty_value */
+    double empty_value;
+} red_plan;
+
+typedef struct scan_plan {
+    pa_scan_args args;
+    bool sort;
+    pa_tview self, out, idx;
+} scan_plan;
+
+/* Fills the kept / reduced dims of `g` from self, the mask and the outputs. */
+static void fill_dims(pa_red_args *g, const aclTensor *self, const bool *red, bool keep, const aclTensor *out,
+                      const aclTensor *idx) {
+    const pa_tview sv = pa_tview_of(self);
+    const bool out_one = out && pa_tensor_numel(out) == 1;
+    const bool idx_one = idx && pa_tensor_numel(idx) == 1;
+    const pa_tview ov = out ? pa_tview_of(out) : sv;
+    const pa_tview xv = idx ? pa_tview_of(idx) : sv;
+    g->nkeep = g->nred = 0;
+    int32_t od = 0;
+    for (int32_t i = 0; i < self->ndim; i++) {
+        if (red[i]) {
+            g->red_dims[g->nred] = self->dims[i];
+            g->red_in[g->nred++] = sv.strides[i];
+            if (keep) od++;
+            continue;
+        }
+        g->keep_dims[g->nkeep] = self->dims[i];
+        g->keep_in[g->nkeep] = sv.strides[i];
+        g->keep_out[g->nkeep] = out_one || !out ? 0 : ov.strides[od];
+        g->keep_idx[g->nkeep] = idx_one || !idx ? 0 : xv.strides[od];
+        g->nkeep++;
+        od++;
+    }
+}
+
+static int make_red(const pa_op *op, red_plan *plan, uint64_t *ws, aclOpExecutor **ex) {
+    pa_red_simplify(&plan->args);
+    size_t in_off[1] = {offsetof(red_plan, self)};
+    size_t out_off[2] = {offsetof(red_plan, out), offsetof(red_plan, idx)};
+    int nout = plan->idx.dtype != ACL_DT_UNDEFINED ? 2 : 1;
+    if (plan->out.dtype == ACL_DT_UNDEFINED) out_off[0] = offsetof(red_plan, idx), nout = 1;
+    return pa_op_executor(op, plan, sizeof *plan, in_off, 1, out_off, nout, 0, ws, ex);
+}
+
+static void red_init(red_plan *plan, const aclTensor *self, const aclTensor *out, const aclTensor *idx) {
+    memset(plan, 0, sizeof *plan);
+    plan->self = pa_tview_of(self);
+    plan->out = out ? pa_tview_of(out) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
+    plan->idx = idx ? pa_tview_of(idx) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
+    plan->args.in_dtype = self->dtype;
+    plan->args.via = ACL_DT_UNDEFINED;
+    plan->args.out_dtype = out ? out->dtype : ACL_DT_UNDEFINED;
+    plan->args.idx_dtype = idx ? idx->dtype : ACL_DT_UNDEFINED;
+}
+
+/* ReduceSum / Mean / Amax / Amin / Any / All / Norm / LinalgVectorNorm:
+ * (self, [scalar p,] dims, keep, [dtype,] out). */
+static int plan_dims_reduction(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const int k = op->kernel;
+    const aclTensor *self = a[0].p;
+    const bool norm = k == PA_REDUCE_NORM || k == PA_REDUCE_VECTOR_NORM;
+    const aclScalar *ps = norm ? a[1].p : NULL;
+    const int di = norm ? 2 : 1;
+    const aclIntArray *dims = a[di].p;
+    const bool keep = a[di + 1].b;
+    const bool has_dtype = k == PA_REDUCE_SUM || k == PA_REDUCE_MEAN || k == PA_REDUCE_VECTOR_NORM;
+    const aclDataType dtype = has_dtype ? (aclDataType)a[di + 2].i : ACL_DT_UNDEFINED;
+    const aclTensor *out = a[op->nparams - 1].p;
+    bool red[PA_MAX_DIMS];
+    const bool unique = k != PA_REDUCE_ANY && k != PA_REDUCE_ALL;
+    int rc = ACLNN_SUCCESS;
+    if (k == PA_REDUCE_AMAX || k == PA_REDUCE_AMIN) rc = check_same_dtype(api, "out", out, self->dtype, "self's");
+    if (rc == 0 && (k == PA_REDUCE_SUM || k == PA_REDUCE_VECTOR_NORM)) {
+        rc = check_same_dtype(api, "out", out, dtype, "the dtype argument");
+    }
+    if (rc == 0 && k == PA_REDUCE_MEAN) {
+        if (!pa_dt_can_cast(self->dtype, dtype) || !pa_dt_can_cast(dtype, out->dtype)) {
+            rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self dtype %s, dtype %s and out dtype %s must cast in turn",
+                         api, pa_dtype_name(self->dtype), pa_dtype_name(dtype), pa_dtype_name(out->dtype));
+        }
+    }
+    if (rc == 0 && k == PA_REDUCE_VECTOR_NORM && pa_dt_promote(self->dtype, out->dtype) == ACL_DT_UNDEFINED) {
+        rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self dtype %s and out dtype %s have no promoted dtype", api,
+                     pa_dtype_name(self->dtype), pa_dtype_name(out->dtype));
+    }
+    if (rc == 0) rc = dims_mask(api, "dims", self, dims, unique, red);
+    if (rc) return rc;
+    if (k == PA_REDUCE_AMAX || k == PA_REDUCE_AMIN) {
+        for (int32_t i = 0; i < self->ndim; i++) {
+            if (red[i] && self->dims[i] == 0) {
+                return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: dim %d of self has size 0 and cannot be reduced", api,
+                               (int)i);
+            }
+        }
+    }
+    int64_t od[PA_MAX_DIMS];
+    const int32_t ond = reduced_shape(self, red, keep, od);
+    rc = check_shape(api, "out", out, ond, od);
+    if (rc) return rc;
+    red_plan plan;
+    red_init(&plan, self, out, NULL);
+    pa_red_args *g = &plan.args;
+    fill_dims(g, self, red, keep, out, NULL);
+    switch (k) {
+    case PA_REDUCE_SUM:
+        g->kind = dtype == ACL_BOOL ? PA_RED_ANY : PA_RED_SUM;
+        g->via = dtype;
+        g->int_acc = !pa_dt_is_float(dtype);
+        plan.empty_fill = 1, plan.empty_value = 0;
+        break;
+    case PA_REDUCE_MEAN:
+        g->kind = PA_RED_MEAN;
+        g->via = dtype;
+        g->int_acc = !pa_dt_is_float(dtype);
+        plan.empty_fill = 1, plan.empty_value = NAN;
+        break;
+    case PA_REDUCE_AMAX: g->kind = PA_RED_MAX, g->int_acc = !pa_dt_is_float(self->dtype), g->want_values = true; break;
+    case PA_REDUCE_AMIN: g->kind = PA_RED_MIN, g->int_acc = !pa_dt_is_float(self->dtype), g->want_values = true; break;
+    case PA_REDUCE_ANY: g->kind = PA_RED_ANY, plan.empty_fill = 1, plan.empty_value = 0; break;
+    case PA_REDUCE_ALL: g->kind = PA_RED_ALL, plan.empty_fill = 1, plan.empty_value = 1; break;
+    default: { /* the norms */
+        double p = pa_scalar_f(ps);
+        g->kind = PA_RED_NORM;
+        g->p = p;
+        g->via = pa_dt_is_float(self->dtype) ? ACL_DT_UNDEFINED : ACL_FLOAT;
+        plan.empty_fill = 1, plan.empty_value = 0;
+        break;
+    }
+    }
+    return make_red(op, &plan, ws, ex);
+}
+
+/* Max / Min over everything: (self, out). */
+static int plan_all_extremum(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const aclTensor *self = a[0].p, *out = a[1].p;
+    bool red[PA_MAX_DIMS];
+    for (int32_t i = 0; i < self->ndim; i++) red[i] = true;
+    if (pa_tensor_numel(out) != 1 && pa_tensor_numel(self) != 0) {
+        char s1[160];
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: out must hold one element, got shape %s", op->ws_api,
+                       SHAPE(out, s1));
+    }
+    red_plan plan;
+    red_init(&plan, self, out, NULL);
+    fill_dims(&plan.args, self, red, false, out, NULL);
+    plan.args.kind = op->kernel == PA_REDUCE_MAX ? PA_RED_MAX : PA_RED_MIN;
+    plan.args.int_acc = !pa_dt_is_float(self->dtype);
+    plan.args.want_values = true;
+    return make_red(op, &plan, ws, ex);
+}
+
+/* MaxDim / MinDim (self, dim, keep, out, indices); ArgMax / ArgMin (self, dim, keep, out). */
+static int plan_dim_extremum(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const int k = op->kernel;
+    const bool arg = k == PA_REDUCE_ARGMAX || k == PA_REDUCE_ARGMIN;
+    const aclTensor *self = a[0].p;
+    const aclTensor *out = arg ? NULL : a[3].p;
+    const aclTensor *idx = arg ? a[3].p : a[4].p;
+    int32_t d = 0;
+    int rc = ACLNN_SUCCESS;
+    if (!arg) rc = check_same_dtype(api, "out", out, self->dtype, "self's");
+    if (rc == 0) rc = wrap_dim(api, "dim", a[1].i, self->ndim, &d);
+    if (rc) return rc;
+    bool red[PA_MAX_DIMS];
+    for (int32_t i = 0; i < self->ndim; i++) red[i] = i == d;
+    int64_t od[PA_MAX_DIMS];
+    const int32_t ond = reduced_shape(self, red, a[2].b, od);
+    if (out) rc = check_shape(api, "out", out, ond, od);
+    if (rc == 0) rc = check_shape(api, arg ? "out" : "indices", idx, ond, od);
+    if (rc) return rc;
+    red_plan plan;
+    red_init(&plan, self, out, idx);
+    fill_dims(&plan.args, self, red, a[2].b, out ? out : idx, idx);
+    const bool mx = k == PA_REDUCE_MAX_DIM || k == PA_REDUCE_ARGMAX;
+    plan.args.kind = mx ? PA_RED_ARGMAX : PA_RED_ARGMIN;
+    plan.args.int_acc = !pa_dt_is_float(self->dtype);
+    plan.args.want_values = !arg;
+    plan.args.want_index = true;
+    return make_red(op, &plan, ws, ex);
+}
+
+/* The scan family. Cumsum (self, dim, dtype, out); Argsort (self, dim, descending, out);
+ * Sort (self, stable, dim, descending, values, indices);
+ * Topk (self, k, dim, largest, sorted, values, indices). */
+int pa_plan_scan(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const int kind = op->kernel;
+    const aclTensor *self = a[0].p;
+    const aclTensor *vals = NULL, *idx = NULL;
+    int64_t dim_arg, k = -1;
+    bool desc = false, stable = true;
+    switch (kind) {
+    case PA_SCAN_CUMSUM: dim_arg = a[1].i, vals = a[3].p; break;
+    case PA_SCAN_ARGSORT: dim_arg = a[1].i, desc = a[2].b, idx = a[3].p; break;
+    case PA_SCAN_SORT: stable = a[1].b, dim_arg = a[2].i, desc = a[3].b, vals = a[4].p, idx = a[5].p; break;
+    default: k = a[1].i, dim_arg = a[2].i, desc = a[3].b, vals = a[5].p, idx = a[6].p; break; /* topk */
+    }
+    int32_t d = 0;
+    int rc = wrap_dim(api, "dim", dim_arg, self->ndim, &d);
+    if (rc) return rc;
+    const int64_t len = self->ndim ? self->dims[d] : 1;
+    if (kind == PA_SCAN_TOPK) {
+        if (k < 0 || k > len) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: k must be in [0, %lld] (the size of dim %d), got %lld", api,
+                           (long long)len, (int)d, (long long)k);
+        }
+        if (!a[4].b) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: sorted must be true", api);
+        rc = check_same_dtype(api, "valuesOut", vals, self->dtype, "self's");
+    }
+    if (rc == 0 && kind == PA_SCAN_CUMSUM) rc = check_same_dtype(api, "out", vals, (aclDataType)a[2].i, "dtype");
+    if (rc == 0 && kind == PA_SCAN_ARGSORT && self->dtype == ACL_BF16 && len == 1) {
+        rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: a BF16 self cannot be sorted along a dim of size 1", api);
+    }
+    if (rc) return rc;
+    int64_t od[PA_MAX_DIMS];
+    for (int32_t i = 0; i < self->ndim; i++) od[i] = i == d && k >= 0 ? k : self->dims[i];
+    if (vals) rc = check_shape(api, kind == PA_SCAN_CUMSUM ? "out" : "valuesOut", vals, self->ndim, od);
+    if (rc == 0 && idx) rc = check_shape(api, kind == PA_SCAN_ARGSORT ? "out" : "indicesOut", idx, self->ndim, od);
+    if (rc) return rc;
+    scan_plan plan;
+    memset(&plan, 0, sizeof plan);
+    pa_scan_args *g = &plan.args;
+    plan.self = pa_tview_of(self);
+    plan.out = vals ? pa_tview_of(vals) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
+    plan.idx = idx ? pa_tview_of(idx) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
+    plan.sort = kind != PA_SCAN_CUMSUM;
+    g->in_dtype = self->dtype;
+    g->out_dtype = vals ? vals->dtype : ACL_DT_UNDEFINED;
+    g->idx_dtype = idx ? idx->dtype : ACL_DT_UNDEFINED;
+    g->len = len;
+    g->k = k >= 0 ? k : len;
+    g->descending = desc;
+    g->stable = stable;
+    g->want_values = vals != NULL;
+    g->want_index = idx != NULL;
+    for (int32_t i = 0; i < self->ndim; i++) {
+        if (i == d) {
+            g->in_stride = plan.self.strides[i];
+            g->out_stride = vals ? plan.out.strides[i] : 0;
+            g->idx_stride = idx ? plan.idx.strides[i] : 0;
+            continue;
+        }
+        g->outer_dims[g->nouter] = self->dims[i];
+        g->outer_in[g->nouter] = plan.self.strides[i];
+        g->outer_out[g->nouter] = vals ? plan.out.strides[i] : 0;
+        g->outer_idx[g->nouter] = idx ? plan.idx.strides[i] : 0;
+        g->nouter++;
+    }
+    const uint64_t wsz = plan.sort ? pa_sort_workspace(g) : 0;
+    size_t in_off[1] = {offsetof(scan_plan, self)};
+    size_t out_off[2];
+    int nout = 0;
+    if (vals) out_off[nout++] = offsetof(scan_plan, out);
+    if (idx) out_off[nout++] = offsetof(scan_plan, idx);
+    return pa_op_executor(op, &plan, sizeof plan, in_off, 1, out_off, nout, wsz, ws, ex);
+}
+
+int pa_plan_reduce(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    switch (op->kernel) {
+    case PA_REDUCE_MAX:
+    case PA_REDUCE_MIN: return plan_all_extremum(op, a, ws, ex);
+    case PA_REDUCE_MAX_DIM:
+    case PA_REDUCE_MIN_DIM:
+    case PA_REDUCE_ARGMAX:
+    case PA_REDUCE_ARGMIN: return plan_dim_extremum(op, a, ws, ex);
+    default: return plan_dims_reduction(op, a, ws, ex);
+    }
+}
+
+int pa_run_reduce(const void *plan, void *workspace, uint64_t workspace_size) {
+    PA_UNUSED(workspace), PA_UNUSED(workspace_size);
+    const red_plan *p = plan;
+    pa_red_args g = p->args;
+    bool empty = false;
+    for (int32_t i = 0; i < p->self.ndim; i++) empty = empty || p->self.dims[i] == 0;
+    g.in = pa_tview_ptr(&p->self);
+    g.out = p->out.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->out) : NULL;
+    g.idx = p->idx.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->idx) : NULL;
+    if (empty) {
+        if (p->empty_fill && g.out != NULL) {
+            /* every output element gets the empty reduction's value */
+            pa_red_args f = g;
+            int64_t nout = 1;
+            for (int32_t i = 0; i < p->out.ndim; i++) nout *= p->out.dims[i];
+            const size_t es = pa_cvt_size(p->out.dtype);
+            for (int64_t o = 0; o < nout; o++) {
+                int64_t off = 0, r = o;
+                for (int32_t i = p->out.ndim - 1; i >= 0; i--) {
+                    off += (r % p->out.dims[i]) * p->out.strides[i];
+                    r /= p->out.dims[i];
+                }
+                pa_cvt_store_f(f.out + off * (int64_t)es, p->out.dtype, p->empty_value);
+            }
+        }
+        return ACLNN_SUCCESS;
+    }
+    pa_red_run(&g);
+    return ACLNN_SUCCESS;
+}
+
+int pa_run_scan(const void *plan, void *workspace, uint64_t workspace_size) {
+    PA_UNUSED(workspace_size);
+    const scan_plan *p = plan;
+    pa_scan_args g = p->args;
+    g.in = pa_tview_ptr(&p->self);
+    g.out = p->out.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->out) : NULL;
+    g.idx = p->idx.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->idx) : NULL;
+    g.ws = workspace;
+    if (p->sort) pa_sort_run(&g);
+    else pa_cumsum_run(&g);
+    return ACLNN_SUCCESS;
+}
