@@ -231,13 +231,14 @@ def test_reduce_sum(runtime, stream, dims, keep):
     rng = np.random.default_rng(6)
     x = sample(np.dtype(np.float32), (5, 6, 7), rng).transpose(1, 0, 2)       # strided [6, 5, 7]
     axis = tuple(d % 3 for d in dims) if dims else None
-    want = x.astype(np.float64).sum(axis=axis, keepdims=keep)
     arr = np.array(dims, np.int64)
     ia = lib.aclCreateIntArray(ffi.cast("int64_t *", arr.ctypes.data), len(dims))
     for dt in (np.dtype(np.float32), BF16):
+        # self is cast to dtype first (as the vendor's op), then summed in double and rounded once
+        want = x.astype(dt).astype(np.float64).sum(axis=axis, keepdims=keep)
         with pyaclnn.Tensor(x) as t, pyaclnn.Tensor.empty(want.shape, dt) as out:
             run(stream, "ReduceSum", t.handle, ia, keep, pyaclnn.acl_dtype_of(dt), out.handle)
-            assert bits(out.numpy()) == bits(want.astype(dt))   # summed in double, rounded once
+            assert bits(out.numpy()) == bits(want.astype(dt))
     lib.aclDestroyIntArray(ia)
 
 
