@@ -2,7 +2,21 @@
  * Every block and range is in the memory registry (pa_memreg.h), so aclrtFree /
  * aclrtFreeHost reject unknown pointers and double frees with a message, and
  * launches can check tensor addresses. Copies and fills are plain memmove /
- * memset; the async variants run them on a stream. */
+ * memset; the async variants run them on a stream.
+ *
+ * Blocks are at least 512-byte aligned (what the NPU's allocator gives;
+ * llama.cpp's CANN backend relies on more than CANN's documented 64).
+ *
+ * aclrtFree never waits for queued work, and work queued before it keeps
+ * running on the block, as on the NPU: the block is retired in the registry
+ * with a fence (pa_stream_next_ticket()), so tasks queued before the free still
+ * pass their access check on it while later ones fail as on a freed block, and
+ * the host memory (and its device capacity) is released once every task below
+ * the fence has finished: by whichever thread notices first, the freeing one
+ * or a stream worker after a task (pa_stream_on_task_done). Needs no memory,
+ * so a free cannot fail for lack of it. Locks: g_retire_mu -> the streams'
+ * (pa_stream_unfinished_low) and the registry's. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +41,14 @@ static void poison_init(void) {
 }
 
 #define PA_HUGE_PAGE ((size_t)2 << 20)
+#define PA_DEVICE_ALIGN ((size_t)512) /* every device block's (and pinned block's) minimum alignment */
+
+/* Host memory aligned to PA_DEVICE_ALIGN (its size rounded up to it); NULL
+ * when size is 0 or out of memory. Freed with free(). */
+static void *alloc_512(size_t size) {
+    if (size == 0 || size > SIZE_MAX - (PA_DEVICE_ALIGN - 1)) return NULL;
+    return aligned_alloc(PA_DEVICE_ALIGN, (size + PA_DEVICE_ALIGN - 1) & ~(PA_DEVICE_ALIGN - 1));
+}
 
 /* Policies that ask for huge pages first (the low byte of aclrtMemMallocPolicy;
  * the higher bits are bandwidth / access hints). */
@@ -40,16 +62,49 @@ static bool policy_wants_huge(aclrtMemMallocPolicy policy) {
 
 /* Host memory for a device allocation of `bytes`. Huge-page policies get 2 MiB
  * alignment and transparent huge pages for allocations of 2 MiB and more (large
- * tensors then cost far fewer TLB misses); otherwise 64-byte aligned. */
+ * tensors then cost far fewer TLB misses); otherwise 512-byte aligned. Freed
+ * with free(). */
 static void *device_pages(size_t bytes, bool huge) {
-    if (!huge || bytes < PA_HUGE_PAGE || bytes > SIZE_MAX - PA_HUGE_PAGE) return pa_alloc_aligned(bytes);
+    if (!huge || bytes < PA_HUGE_PAGE || bytes > SIZE_MAX - PA_HUGE_PAGE) return alloc_512(bytes);
     size_t rounded = (bytes + PA_HUGE_PAGE - 1) & ~(PA_HUGE_PAGE - 1);
     void *p = aligned_alloc(PA_HUGE_PAGE, rounded);
-    if (p == NULL) return pa_alloc_aligned(bytes); /* "huge first": fall back to small pages */
+    if (p == NULL) return alloc_512(bytes); /* "huge first": fall back to small pages */
 #if defined(MADV_HUGEPAGE)
     (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint; failure is harmless */
 #endif
     return p;
+}
+
+/* ---------------------------------------------------------------------------
+ * Deferred release of freed blocks (see the top of the file)
+ * ------------------------------------------------------------------------- */
+
+static pthread_mutex_t g_retire_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic size_t g_retired;            /* retired blocks not yet released */
+static uint64_t g_retired_low = UINT64_MAX; /* their lowest fence; guarded by g_retire_mu */
+
+/* Releases every retired block no unfinished task may use any more. Cheap
+ * (one atomic load) when none is retired. */
+static void reclaim_retired(void) {
+    if (atomic_load(&g_retired) == 0) return;
+    pthread_mutex_lock(&g_retire_mu);
+    /* Under g_retire_mu: every block retired so far got its fence before this. */
+    const uint64_t done = pa_stream_unfinished_low();
+    while (atomic_load(&g_retired) > 0 && g_retired_low <= done) {
+        pa_mem_range out[16];
+        const size_t n = pa_memreg_reclaim(done, out, sizeof out / sizeof out[0], &g_retired_low);
+        for (size_t i = 0; i < n; i++) {
+            free((void *)out[i].base);
+            pa_capacity_uncharge(out[i].device, out[i].size);
+        }
+        atomic_fetch_sub(&g_retired, n);
+        if (n == 0) break;
+    }
+    pthread_mutex_unlock(&g_retire_mu);
+}
+
+__attribute__((constructor)) static void memory_register_task_done(void) {
+    pa_stream_on_task_done(reclaim_retired);
 }
 
 /* align32_only: aclrtMallocAlign32 rounds to 32 without the extra 32 bytes. */
@@ -64,7 +119,12 @@ static aclError dev_alloc(const char *api, void **devPtr, size_t size, bool alig
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "%s: size %zu is too large", api, size);
     }
     size_t bytes = ((size + 31) & ~(size_t)31) + extra;
-    if (!pa_capacity_charge(device, bytes)) return pa_capacity_fail(api, device, bytes);
+    bool charged = pa_capacity_charge(device, bytes);
+    if (!charged && atomic_load(&g_retired) > 0) { /* freed blocks whose work just finished */
+        reclaim_retired();
+        charged = pa_capacity_charge(device, bytes);
+    }
+    if (!charged) return pa_capacity_fail(api, device, bytes);
     void *p = device_pages(bytes, huge);
     if (p == NULL) {
         pa_capacity_uncharge(device, bytes);
@@ -73,7 +133,7 @@ static aclError dev_alloc(const char *api, void **devPtr, size_t size, bool alig
     pthread_once(&g_poison_once, poison_init);
     if (g_poison) memset(p, 0xFF, bytes);
     if (!pa_memreg_add((uintptr_t)p, bytes, PA_MEM_DEVICE, device, NULL)) {
-        pa_free_aligned(p);
+        free(p);
         pa_capacity_uncharge(device, bytes);
         return pa_rt_fail_oom(api, "the allocation table");
     }
@@ -94,16 +154,24 @@ PA_API aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPoli
 }
 
 /* Freeing does not require a set device: a live allocation can always be
- * returned (device memory survives aclrtResetDevice in the emulation). */
+ * returned (device memory survives aclrtResetDevice in the emulation). It is
+ * retired, then released at once unless a task queued before may still use
+ * it (see the top of the file). */
 PA_API aclError aclrtFree(void *devPtr) {
     if (devPtr == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be NULL");
-    pa_mem_range blk;
-    if (!pa_memreg_remove((uintptr_t)devPtr, PA_MEM_DEVICE, &blk)) {
+    uint64_t fence = 0;
+    pthread_mutex_lock(&g_retire_mu);
+    const bool live = pa_memreg_retire((uintptr_t)devPtr, pa_stream_next_ticket, NULL, &fence);
+    if (live) {
+        atomic_fetch_add(&g_retired, 1);
+        if (fence < g_retired_low) g_retired_low = fence;
+    }
+    pthread_mutex_unlock(&g_retire_mu);
+    if (!live) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM,
                           "aclrtFree: pointer %p is not a live device allocation (double free?)", devPtr);
     }
-    pa_free_aligned(devPtr);
-    pa_capacity_uncharge(blk.device, blk.size);
+    reclaim_retired();
     return ACL_SUCCESS;
 }
 
@@ -112,13 +180,13 @@ PA_API aclError aclrtMallocHost(void **hostPtr, size_t size) {
     if (size == 0) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: size must be > 0, got 0");
     aclError rc = pa_device_require("aclrtMallocHost", NULL);
     if (rc != ACL_SUCCESS) return rc;
-    void *p = pa_alloc_aligned(size);
+    void *p = alloc_512(size);
     if (p == NULL) {
         return pa_rt_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMallocHost: out of memory allocating %zu bytes",
                           size);
     }
     if (!pa_memreg_add((uintptr_t)p, size, PA_MEM_HOST, -1, NULL)) {
-        pa_free_aligned(p);
+        free(p);
         return pa_rt_fail_oom("aclrtMallocHost", "the allocation table");
     }
     *hostPtr = p;
@@ -141,7 +209,7 @@ PA_API aclError aclrtFreeHost(void *hostPtr) {
                           "aclrtFreeHost: pointer %p is not a live aclrtMallocHost allocation (double free?)",
                           hostPtr);
     }
-    pa_free_aligned(hostPtr);
+    free(hostPtr);
     return ACL_SUCCESS;
 }
 
@@ -207,7 +275,9 @@ int pa_mem_check_access(const char *api, const char *what, const void *p, uint64
     pthread_once(&g_check_once, check_init);
     if (!g_check_ranges) return 0;
     pa_mem_range r;
-    const bool inside = bytes <= SIZE_MAX && pa_memreg_covers((uintptr_t)p, (size_t)bytes, &r);
+    /* a block freed after this task was queued is still live for it */
+    const bool inside =
+        bytes <= SIZE_MAX && pa_memreg_covers_for((uintptr_t)p, (size_t)bytes, pa_stream_task_ticket(), &r);
     if (inside && pa_device_can_reach(device, r.device)) return 0;
     char where[240] = "no device memory is allocated";
     if (inside) {
@@ -215,6 +285,12 @@ int pa_mem_check_access(const char *api, const char *what, const void *p, uint64
                  "it lies in device %d's %s [%p, +%zu), which device %d may use only after "
                  "aclrtDeviceEnablePeerAccess(%d, 0)",
                  r.device, pa_mem_kind_name(r.kind), (void *)r.base, r.size, device, r.device);
+    } else if (pa_memreg_find((uintptr_t)p, &r) && r.kind == PA_MEM_DEVICE_FREED &&
+               bytes <= r.size - ((uintptr_t)p - r.base)) {
+        snprintf(where, sizeof where,
+                 "it lies in the %s [%p, +%zu) before this work was queued (only work queued before the free "
+                 "may still use it)",
+                 pa_mem_kind_name(r.kind), (void *)r.base, r.size);
     } else if (pa_memreg_find((uintptr_t)p, &r) && r.kind == PA_MEM_HOST) {
         snprintf(where, sizeof where,
                  "it lies in the %s [%p, +%zu), which kernels may use only after aclrtHostRegister",

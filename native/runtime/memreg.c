@@ -1,8 +1,10 @@
 /* Ordered maps of address ranges: sorted arrays searched by bisection. Inserts
  * and removals move the tail (cheap for the thousands of live allocations a
  * program holds); lookups, one per tensor per launch, are O(log n).
- * Two maps: the device-accessible ranges, and aclrtMallocHost blocks (which a
- * program may also aclrtHostRegister, so they overlap the first map). */
+ * Two maps: the device-accessible ranges (and the freed aclrtMalloc blocks
+ * that work queued before their aclrtFree may still use, which keep their
+ * addresses until reclaimed), and aclrtMallocHost blocks (which a program may
+ * also aclrtHostRegister, so they overlap the first map). */
 #include "runtime/pa_memreg.h"
 
 #include <pthread.h>
@@ -15,9 +17,15 @@
 #define PA_MEMREG_AFTER_CHANGE() ((void)0)
 #endif
 
+/* A range, and for a PA_MEM_DEVICE_FREED block its fence (pa_memreg_retire). */
+typedef struct mem_slot {
+    pa_mem_range r;
+    uint64_t fence;
+} mem_slot;
+
 typedef struct range_map {
     pthread_mutex_t mu;
-    pa_mem_range *ranges; /* sorted by base, non-overlapping */
+    mem_slot *ranges; /* sorted by base, non-overlapping */
     size_t n, cap;
 } range_map;
 
@@ -32,18 +40,19 @@ const char *pa_mem_kind_name(pa_mem_kind kind) {
     case PA_MEM_HOST: return "aclrtMallocHost block";
     case PA_MEM_HOST_REGISTERED: return "aclrtHostRegister range";
     case PA_MEM_VIRTUAL_MAPPED: return "aclrtMapMem mapping";
+    case PA_MEM_DEVICE_FREED: return "aclrtMalloc block freed by aclrtFree";
     default: return "range";
     }
 }
 
-bool pa_mem_kind_device_accessible(pa_mem_kind kind) { return kind != PA_MEM_HOST; }
+bool pa_mem_kind_device_accessible(pa_mem_kind kind) { return kind != PA_MEM_HOST && kind != PA_MEM_DEVICE_FREED; }
 
 /* Index of the first range with base > p. Lock held. */
 static size_t upper_bound(const range_map *m, uintptr_t p) {
     size_t lo = 0, hi = m->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (m->ranges[mid].base <= p) lo = mid + 1;
+        if (m->ranges[mid].r.base <= p) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -55,7 +64,7 @@ static bool contains(const pa_mem_range *r, uintptr_t p) { return p >= r->base &
 static const pa_mem_range *find_locked(const range_map *m, uintptr_t p) {
     size_t i = upper_bound(m, p);
     if (i == 0) return NULL;
-    const pa_mem_range *r = &m->ranges[i - 1];
+    const pa_mem_range *r = &m->ranges[i - 1].r;
     return contains(r, p) ? r : NULL;
 }
 
@@ -68,7 +77,7 @@ static bool reserve_locked(range_map *m, size_t need) {
         if (ncap > SIZE_MAX / 2 / sizeof *m->ranges) return false;
         ncap *= 2;
     }
-    pa_mem_range *nr = realloc(m->ranges, ncap * sizeof *nr);
+    mem_slot *nr = realloc(m->ranges, ncap * sizeof *nr);
     if (nr == NULL) return false;
     m->ranges = nr;
     m->cap = ncap;
@@ -79,7 +88,7 @@ static bool reserve_locked(range_map *m, size_t need) {
 static void insert_locked(range_map *m, const pa_mem_range *r) {
     const size_t i = upper_bound(m, r->base);
     memmove(&m->ranges[i + 1], &m->ranges[i], (m->n - i) * sizeof *m->ranges);
-    m->ranges[i] = *r;
+    m->ranges[i] = (mem_slot){*r, 0};
     m->n++;
 }
 
@@ -91,8 +100,8 @@ bool pa_memreg_add(uintptr_t base, size_t size, pa_mem_kind kind, int device, pa
     range_map *m = map_of(kind);
     pthread_mutex_lock(&m->mu);
     size_t i = upper_bound(m, base);
-    const pa_mem_range *below = i > 0 ? &m->ranges[i - 1] : NULL;
-    const pa_mem_range *above = i < m->n ? &m->ranges[i] : NULL;
+    const pa_mem_range *below = i > 0 ? &m->ranges[i - 1].r : NULL;
+    const pa_mem_range *above = i < m->n ? &m->ranges[i].r : NULL;
     if (below != NULL && contains(below, base)) {
         if (clash != NULL) *clash = *below;
     } else if (above != NULL && above->base <= last) {
@@ -113,8 +122,8 @@ bool pa_memreg_remove(uintptr_t base, pa_mem_kind kind, pa_mem_range *out) {
     range_map *m = map_of(kind);
     pthread_mutex_lock(&m->mu);
     size_t i = upper_bound(m, base);
-    if (i > 0 && m->ranges[i - 1].base == base && m->ranges[i - 1].kind == kind) {
-        if (out != NULL) *out = m->ranges[i - 1];
+    if (i > 0 && m->ranges[i - 1].r.base == base && m->ranges[i - 1].r.kind == kind) {
+        if (out != NULL) *out = m->ranges[i - 1].r;
         memmove(&m->ranges[i - 1], &m->ranges[i], (m->n - i) * sizeof *m->ranges);
         m->n--;
         found = true;
@@ -152,17 +161,17 @@ bool pa_memreg_replace(const pa_mem_range *from, size_t nfrom, const pa_mem_rang
     pthread_mutex_lock(&m->mu);
     for (size_t i = 0; i < nfrom; i++) { /* each one live, as given */
         const size_t j = upper_bound(m, from[i].base);
-        if (j == 0 || !same_range(&m->ranges[j - 1], &from[i])) goto out;
+        if (j == 0 || !same_range(&m->ranges[j - 1].r, &from[i])) goto out;
     }
     for (size_t i = 0; i < nto; i++) { /* overlapping nothing that stays */
         const uintptr_t last = to[i].base + (to[i].size - 1);
         size_t j = upper_bound(m, to[i].base);
-        if (j > 0 && contains(&m->ranges[j - 1], to[i].base)) j--;
-        for (; j < m->n && m->ranges[j].base <= last; j++) {
+        if (j > 0 && contains(&m->ranges[j - 1].r, to[i].base)) j--;
+        for (; j < m->n && m->ranges[j].r.base <= last; j++) {
             bool leaving = false;
-            for (size_t k = 0; k < nfrom && !leaving; k++) leaving = same_range(&m->ranges[j], &from[k]);
+            for (size_t k = 0; k < nfrom && !leaving; k++) leaving = same_range(&m->ranges[j].r, &from[k]);
             if (!leaving) {
-                if (clash != NULL) *clash = m->ranges[j];
+                if (clash != NULL) *clash = m->ranges[j].r;
                 goto out;
             }
         }
@@ -210,20 +219,69 @@ bool pa_memreg_overlap(uintptr_t base, size_t size, pa_mem_range *out) {
     pthread_mutex_lock(&m->mu);
     const size_t i = upper_bound(m, base);
     const pa_mem_range *r = NULL;
-    if (i > 0 && contains(&m->ranges[i - 1], base)) r = &m->ranges[i - 1];
-    else if (i < m->n && m->ranges[i].base <= last) r = &m->ranges[i];
+    if (i > 0 && contains(&m->ranges[i - 1].r, base)) r = &m->ranges[i - 1].r;
+    else if (i < m->n && m->ranges[i].r.base <= last) r = &m->ranges[i].r;
     if (r != NULL && out != NULL) *out = *r;
     pthread_mutex_unlock(&m->mu);
     return r != NULL;
 }
 
-bool pa_memreg_covers(uintptr_t p, size_t len, pa_mem_range *range) {
-    pthread_mutex_lock(&g_device.mu);
-    const pa_mem_range *r = find_locked(&g_device, p);
-    bool ok = r != NULL && len <= r->size - (p - r->base);
-    if (r != NULL && range != NULL) *range = *r;
-    pthread_mutex_unlock(&g_device.mu);
+bool pa_memreg_covers_for(uintptr_t p, size_t len, uint64_t ticket, pa_mem_range *range) {
+    range_map *m = &g_device;
+    pthread_mutex_lock(&m->mu);
+    const size_t i = upper_bound(m, p);
+    const mem_slot *s = i > 0 && contains(&m->ranges[i - 1].r, p) ? &m->ranges[i - 1] : NULL;
+    const bool ok = s != NULL && len <= s->r.size - (p - s->r.base) &&
+                    (s->r.kind != PA_MEM_DEVICE_FREED || ticket < s->fence);
+    if (s != NULL && range != NULL) *range = s->r;
+    pthread_mutex_unlock(&m->mu);
     return ok;
+}
+
+bool pa_memreg_covers(uintptr_t p, size_t len, pa_mem_range *range) {
+    return pa_memreg_covers_for(p, len, UINT64_MAX, range);
+}
+
+bool pa_memreg_retire(uintptr_t base, uint64_t (*fence_now)(void), pa_mem_range *out, uint64_t *fence) {
+    bool found = false;
+    range_map *m = &g_device;
+    pthread_mutex_lock(&m->mu);
+    const size_t i = upper_bound(m, base);
+    if (i > 0 && m->ranges[i - 1].r.base == base && m->ranges[i - 1].r.kind == PA_MEM_DEVICE) {
+        mem_slot *s = &m->ranges[i - 1];
+        s->r.kind = PA_MEM_DEVICE_FREED;
+        s->fence = fence_now(); /* read now: every check that saw the block live is older */
+        if (out != NULL) *out = s->r;
+        if (fence != NULL) *fence = s->fence;
+        found = true;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (found) PA_MEMREG_AFTER_CHANGE();
+    return found;
+}
+
+size_t pa_memreg_reclaim(uint64_t done, pa_mem_range *out, size_t cap, uint64_t *lowest) {
+    uint64_t low = UINT64_MAX;
+    size_t taken = 0, kept = 0;
+    range_map *m = &g_device;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n; i++) { /* one pass, keeping the order */
+        const mem_slot *s = &m->ranges[i];
+        if (s->r.kind == PA_MEM_DEVICE_FREED) {
+            if (s->fence <= done && taken < cap) {
+                out[taken++] = s->r;
+                continue;
+            }
+            if (s->fence < low) low = s->fence;
+        }
+        if (kept != i) m->ranges[kept] = *s;
+        kept++;
+    }
+    m->n = kept;
+    pthread_mutex_unlock(&m->mu);
+    if (lowest != NULL) *lowest = low;
+    if (taken > 0) PA_MEMREG_AFTER_CHANGE();
+    return taken;
 }
 
 bool pa_memreg_nearest(uintptr_t p, pa_mem_range *out) {
@@ -231,8 +289,8 @@ bool pa_memreg_nearest(uintptr_t p, pa_mem_range *out) {
     range_map *m = &g_device;
     pthread_mutex_lock(&m->mu);
     size_t i = upper_bound(m, p);
-    const pa_mem_range *lo = i > 0 ? &m->ranges[i - 1] : NULL;
-    const pa_mem_range *hi = i < m->n ? &m->ranges[i] : NULL;
+    const pa_mem_range *lo = i > 0 ? &m->ranges[i - 1].r : NULL;
+    const pa_mem_range *hi = i < m->n ? &m->ranges[i].r : NULL;
     const pa_mem_range *best = lo;
     if (lo == NULL || (!contains(lo, p) && hi != NULL && hi->base - p < p - (lo->base + lo->size - 1))) best = hi;
     if (best != NULL) {
@@ -248,9 +306,9 @@ size_t pa_memreg_count(pa_mem_kind kind, size_t *bytes) {
     range_map *m = map_of(kind);
     pthread_mutex_lock(&m->mu);
     for (size_t i = 0; i < m->n; i++) {
-        if (m->ranges[i].kind == kind) {
+        if (m->ranges[i].r.kind == kind) {
             n++;
-            total += m->ranges[i].size;
+            total += m->ranges[i].r.size;
         }
     }
     pthread_mutex_unlock(&m->mu);

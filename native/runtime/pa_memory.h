@@ -9,6 +9,8 @@
  * lies inside one live device-accessible range (an aclrtMalloc block with its
  * 32 bytes of padding, an aclrtHostRegister range, a mapped virtual range) that
  * belongs to `device`, to a device it has peer access to, or to the host.
+ * Called by a stream task, it also accepts a block given to aclrtFree after
+ * that task was queued (its memory is released only once such tasks finished).
  * Otherwise records a message naming `api` and `what` (e.g. "x storage") and
  * returns ACL_ERROR_RT_AICORE_EXCEPTION (507015, the NPU's code for an
  * out-of-range DDR address). PYACLNN_CHECK_ADDRESSES=0 turns the check off

@@ -17,7 +17,17 @@
  *
  * Every stream belongs to a device; the worker thread runs its tasks with that
  * device current. Resetting a device drains and destroys its streams (a
- * teardown hook registered with the device layer). */
+ * teardown hook registered with the device layer).
+ *
+ * Task tickets (for memory.c's deferred aclrtFree): every task gets a ticket
+ * from one process-wide counter when it is queued, under its stream's mutex,
+ * and each stream keeps the lowest ticket it has not finished (`low`). A list
+ * of every stream object, from creation until freed (draining and leaked
+ * streams too), lets pa_stream_unfinished_low() find the lowest unfinished
+ * ticket of the process. After each task (and after dropping tasks) the
+ * worker runs the task-finished hook before it reports the stream idle.
+ * Locks: g_all_mu -> stream mutex; pa_rt_lock -> g_all_mu (a default stream is
+ * created under pa_rt_lock). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,6 +45,7 @@ typedef struct pa_task {
     pa_task_fn fn;
     pa_task_free_fn free_fn;
     void *arg;
+    uint64_t ticket;
     struct pa_task *next;
 } pa_task;
 
@@ -56,6 +67,8 @@ struct pa_stream {
     pthread_t thread;
     int first_err;
     char first_msg[PA_MSG_CAP];
+    uint64_t low; /* lowest ticket of a task queued or running here; PA_NO_TICKET if none */
+    struct pa_stream *all_next, *all_prev; /* g_all list, guarded by g_all_mu */
     /* Lock-free views for the spinning hand-off (also updated under mu). */
     _Atomic uint64_t submitted;  /* tasks ever queued */
     _Atomic int64_t outstanding; /* queued or running */
@@ -85,8 +98,58 @@ static pa_stream *g_default_stream[PA_MAX_DEVICES]; /* each device's NULL stream
 
 /* The device of the task running on this thread (set by the stream worker). */
 static PA_THREAD_LOCAL int tl_task_device = -1;
+/* The ticket of the task running on this thread (PA_NO_TICKET outside tasks). */
+static PA_THREAD_LOCAL uint64_t tl_task_ticket = PA_NO_TICKET;
 
 int pa_stream_task_device(void) { return tl_task_device; }
+
+uint64_t pa_stream_task_ticket(void) { return tl_task_ticket; }
+
+/* ---- tickets ---- */
+
+static _Atomic uint64_t g_next_ticket;
+static pthread_mutex_t g_all_mu = PTHREAD_MUTEX_INITIALIZER;
+static pa_stream *g_all; /* every stream object from stream_new until stream_free */
+static void (*_Atomic g_task_done_hook)(void);
+
+uint64_t pa_stream_next_ticket(void) { return atomic_load(&g_next_ticket); }
+
+uint64_t pa_stream_unfinished_low(void) {
+    uint64_t low = PA_NO_TICKET;
+    pthread_mutex_lock(&g_all_mu);
+    for (pa_stream *s = g_all; s != NULL; s = s->all_next) {
+        pthread_mutex_lock(&s->mu);
+        if (s->low < low) low = s->low;
+        pthread_mutex_unlock(&s->mu);
+    }
+    pthread_mutex_unlock(&g_all_mu);
+    return low;
+}
+
+void pa_stream_on_task_done(void (*fn)(void)) { atomic_store(&g_task_done_hook, fn); }
+
+static void run_task_done_hook(void) {
+    void (*fn)(void) = atomic_load(&g_task_done_hook);
+    if (fn != NULL) fn();
+}
+
+static void all_link(pa_stream *s) {
+    pthread_mutex_lock(&g_all_mu);
+    s->all_prev = NULL;
+    s->all_next = g_all;
+    if (g_all != NULL) g_all->all_prev = s;
+    g_all = s;
+    pthread_mutex_unlock(&g_all_mu);
+}
+
+static void all_unlink(pa_stream *s) {
+    pthread_mutex_lock(&g_all_mu);
+    if (s->all_prev != NULL) s->all_prev->all_next = s->all_next;
+    else if (g_all == s) g_all = s->all_next;
+    if (s->all_next != NULL) s->all_next->all_prev = s->all_prev;
+    s->all_next = s->all_prev = NULL;
+    pthread_mutex_unlock(&g_all_mu);
+}
 
 int pa_stream_device(const pa_stream *s) { return s->device; }
 
@@ -102,6 +165,7 @@ static aclError stream_new(const char *api, bool is_default, int device, pa_stre
     s->is_default = is_default;
     s->device = device;
     s->refs = 1; /* the registry's reference */
+    s->low = PA_NO_TICKET;
     aclError rc = pa_rt_sync_init(api, &s->mu, &s->cv_work, &s->cv_idle);
     if (rc != ACL_SUCCESS) {
         free(s);
@@ -117,11 +181,13 @@ static aclError stream_new(const char *api, bool is_default, int device, pa_stre
         return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot start the stream's worker thread (%s)", api,
                           strerror(e));
     }
+    all_link(s);
     *out = s;
     return ACL_SUCCESS;
 }
 
 static void stream_free(pa_stream *s) {
+    all_unlink(s);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv_work);
     pthread_cond_destroy(&s->cv_idle);
@@ -206,13 +272,19 @@ static void *stream_worker(void *p) {
         s->head = t->next;
         if (s->head == NULL) s->tail = NULL;
         s->busy = true;
+        s->low = t->ticket; /* the lowest: tickets grow along the queue */
         pthread_mutex_unlock(&s->mu);
 
         pa_set_errmsg_raw(NULL);
+        tl_task_ticket = t->ticket;
         int rc = t->fn(t->arg);
         if (t->free_fn != NULL) t->free_fn(t->arg);
+        tl_task_ticket = PA_NO_TICKET;
         free(t);
 
+        /* Finished: its error recorded and its ticket out of the unfinished
+         * ones, then the hook (memory freed while this task could use it is
+         * released), then idle. */
         pthread_mutex_lock(&s->mu);
         if (rc != 0 && s->first_err == 0) {
             s->first_err = rc;
@@ -224,6 +296,10 @@ static void *stream_worker(void *p) {
                          (void *)s, rc);
             }
         }
+        s->low = s->head != NULL ? s->head->ticket : PA_NO_TICKET;
+        pthread_mutex_unlock(&s->mu);
+        run_task_done_hook();
+        pthread_mutex_lock(&s->mu);
         s->busy = false;
         atomic_fetch_sub(&s->outstanding, 1);
         if (s->head == NULL) pthread_cond_broadcast(&s->cv_idle);
@@ -256,6 +332,8 @@ aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn,
         if (free_fn != NULL) free_fn(arg);
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: stream %p is being destroyed", api, (void *)s);
     }
+    t->ticket = atomic_fetch_add(&g_next_ticket, 1); /* under s->mu: in queue order */
+    if (s->low == PA_NO_TICKET) s->low = t->ticket;
     if (s->tail != NULL) s->tail->next = t;
     else s->head = t;
     s->tail = t;
@@ -331,15 +409,18 @@ static void stream_shutdown(pa_stream *s, bool force) {
         dropped = s->head;
         s->head = s->tail = NULL;
         for (pa_task *t = dropped; t != NULL; t = t->next) atomic_fetch_sub(&s->outstanding, 1);
+        if (!s->busy) s->low = PA_NO_TICKET; /* else the running task's */
     }
     pthread_mutex_unlock(&s->mu);
     /* Dropped tasks never run; their resources are released. */
+    const bool any_dropped = dropped != NULL;
     while (dropped != NULL) {
         pa_task *n = dropped->next;
         if (dropped->free_fn != NULL) dropped->free_fn(dropped->arg);
         free(dropped);
         dropped = n;
     }
+    if (any_dropped) run_task_done_hook(); /* they count as finished */
     pthread_mutex_lock(&s->mu);
     while (s->head != NULL || s->busy) pthread_cond_wait(&s->cv_idle, &s->mu);
     s->stop = true;
