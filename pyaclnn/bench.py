@@ -543,6 +543,130 @@ def _row(name, ours_ms, peer_ms, ratio, rate, frac, target, met):
             "rate": rate, "fraction_of_limit": frac, "target": target, "met": met}
 
 
+# ---------------------------------------------------------------- elementwise and reductions
+def _plan_op(name, *args):
+    """A repeatable executor of aclnn<name> over device Tensors / scalar handles;
+    returns (launch(), destroy())."""
+    from ._ffi import ffi, lib
+    ws = ffi.new("uint64_t *")
+    ex = ffi.new("aclOpExecutor **")
+    handles = [a.handle if isinstance(a, pyaclnn.Tensor) else a for a in args]
+    pyaclnn.check(getattr(lib, "aclnn%sGetWorkspaceSize" % name)(*handles, ws, ex), "aclnn" + name)
+    pyaclnn.check(lib.aclSetAclOpExecutorRepeatable(ex[0]), "aclSetAclOpExecutorRepeatable")
+    workspace = pyaclnn.DeviceBuffer(ws[0]) if ws[0] else None
+    stream = pyaclnn.Stream()
+    fn = getattr(lib, "aclnn" + name)
+    size, exh = ws[0], ex[0]
+
+    def launch():
+        pyaclnn.check(fn(workspace.cdata if workspace else ffi.NULL, size, exh, stream.handle), "aclnn" + name)
+        stream.synchronize()
+
+    def destroy():
+        lib.aclDestroyAclOpExecutor(exh)
+        stream.close()
+        if workspace is not None:
+            workspace.close()
+
+    return launch, destroy
+
+
+def _scalar_handle(value, dt):
+    from ._ffi import ffi, lib
+    a = np.array([value], dtype=dt)
+    return lib.aclCreateScalar(ffi.cast("void *", a.ctypes.data), pyaclnn.acl_dtype_of(dt))
+
+
+EW_TORCH = {"Add": lambda a, b, o: torch.add(a, b, out=o), "Mul": lambda a, b, o: torch.mul(a, b, out=o),
+            "Neg": lambda a, o: torch.neg(a, out=o), "Silu": lambda a, o: torch.nn.functional.silu(a, out=o) if False
+            else o.copy_(torch.nn.functional.silu(a)), "Exp": lambda a, o: torch.exp(a, out=o)}
+
+
+def bench_elementwise(name, shape, dt_name, runs, rng, with_torch, bshape=None):
+    """One elementwise op on device buffers (a repeatable executor), and torch's same op with
+    out= on the same shapes; bytes = the inputs read + the output written."""
+    dt = DTYPES[dt_name]
+    a = rng.standard_normal(shape).astype(np.float32).astype(dt)
+    unary = name in ("Neg", "Silu", "Exp")
+    b = None if unary else rng.standard_normal(bshape or shape).astype(np.float32).astype(dt)
+    ta = pyaclnn.Tensor(a)
+    tb = None if unary else pyaclnn.Tensor(b)
+    to = pyaclnn.Tensor.empty(shape, dt)
+    extra = []
+    if unary:
+        args = (ta, to)
+    elif name == "Add":
+        alpha = _scalar_handle(1.0, np.float32)
+        extra.append(alpha)
+        args = (ta, tb, alpha, to)
+    else:
+        args = (ta, tb, to)
+    launch, destroy = _plan_op(name, *args)
+    res = {}
+    elems = int(np.prod(shape))
+    nbytes = (elems + (0 if unary else int(np.prod(bshape or shape))) + elems) * dt.itemsize
+    peer = None
+    if with_torch and torch is not None:
+        tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
+        xa = torch.from_numpy(a.astype(np.float32)).to(tdt)
+        xb = None if unary else torch.from_numpy(b.astype(np.float32)).to(tdt)
+        xo = torch.empty(shape, dtype=tdt)
+        f = EW_TORCH[name]
+        peer = (lambda: f(xa, xo)) if unary else (lambda: f(xa, xb, xo))
+    with torch.no_grad() if torch is not None else _null():
+        fns = [launch] + ([peer] if peer else [])
+        times = _paired_median_times(fns, runs)
+    res["ours_s"] = times[0]
+    if peer:
+        res["torch_s"] = times[1]
+    res["bytes"] = nbytes
+    res["gbps"] = nbytes / times[0] / 1e9
+    destroy()
+    for t in (ta, tb, to):
+        if t is not None:
+            t.close()
+    from ._ffi import lib
+    for h in extra:
+        lib.aclDestroyScalar(h)
+    return res
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def bench_reduce(shape, dims, dt_name, runs, rng, with_torch):
+    from ._ffi import ffi, lib
+    dt = DTYPES[dt_name]
+    a = rng.standard_normal(shape).astype(np.float32).astype(dt)
+    oshape = tuple(n for i, n in enumerate(shape) if dims and i not in dims)
+    ta = pyaclnn.Tensor(a)
+    to = pyaclnn.Tensor.empty(oshape, dt)
+    arr = np.array(dims, np.int64)
+    ia = lib.aclCreateIntArray(ffi.cast("int64_t *", arr.ctypes.data), len(dims))
+    launch, destroy = _plan_op("ReduceSum", ta, ia, False, pyaclnn.acl_dtype_of(dt), to)
+    peer = None
+    if with_torch and torch is not None:
+        tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
+        xa = torch.from_numpy(a.astype(np.float32)).to(tdt)
+        peer = lambda: torch.sum(xa, dim=tuple(dims)) if dims else torch.sum(xa)  # noqa: E731
+    with torch.no_grad() if torch is not None else _null():
+        times = _paired_median_times([launch] + ([peer] if peer else []), runs)
+    destroy()
+    lib.aclDestroyIntArray(ia)
+    ta.close()
+    to.close()
+    nbytes = a.nbytes + int(np.prod(oshape)) * dt.itemsize
+    res = {"ours_s": times[0], "bytes": nbytes, "gbps": nbytes / times[0] / 1e9}
+    if peer:
+        res["torch_s"] = times[1]
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pyaclnn.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -550,8 +674,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write all figures as JSON")
     ap.add_argument("--threads", type=int, default=0, help="kernel threads (default: all usable)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peers")
-    ap.add_argument("--only", action="append", choices=("smsb", "smsf", "nsa", "overhead"),
-                    help="run only these groups (repeatable): softmax backward / forward, NSA, small-op overhead")
+    ap.add_argument("--only", action="append", choices=("smsb", "smsf", "nsa", "overhead", "ew", "reduce"),
+                    help="run only these groups (repeatable): softmax backward / forward, NSA, small-op "
+                         "overhead, elementwise operators, reductions")
     ap.add_argument("--e2e", action="store_true",
                     help="only the end-to-end rows (numpy in, numpy out through pyaclnn.ops) with the "
                          "op-only and PyTorch rows they are compared with")
@@ -579,7 +704,7 @@ def main(argv=None) -> int:
             _e2e_cases(args, runs, rng, with_torch, rows, results)
             results["rows"] = rows
             return _finish(rows, results, args)
-        want = set(args.only or ("smsb", "smsf", "nsa", "overhead"))
+        want = set(args.only or ("smsb", "smsf", "nsa", "overhead", "ew", "reduce"))
         triad = triad_gbps(threads, args.quick, tmp)
         sgemm = sgemm_gflops(threads, args.quick) if "nsa" in want else float("nan")
         peak, fma, peak_kind = dot_peaks(threads, args.quick, tmp) if "nsa" in want else (float("nan"),) * 2 + ("",)
@@ -632,6 +757,38 @@ def main(argv=None) -> int:
                 ratio = r["torch_s"] / r["ours_s"]
                 rows.append(_row("  vs torch softmax(x*s masked_fill)", r["ours_s"] * 1e3, r["torch_s"] * 1e3,
                                  ratio, "", None, ">= 5x", ratio >= 5))
+
+        # elementwise operators (the map family): contiguous same-dtype work on large arrays
+        n = 1 << 22 if args.quick else 1 << 24
+        ew_cases = [(op, dt, (n // 4096, 4096), None) for op in ("Add", "Mul") for dt in ("fp32", "fp16", "bf16")]
+        ew_cases += [("Neg", "fp32", (n // 4096, 4096), None), ("Exp", "fp32", (n // 4096, 4096), None),
+                     ("Silu", "bf16", (n // 4096, 4096), None)]
+        ew_cases += [("Add", "fp32", (n // 4096, 4096), (4096,)), ("Mul", "bf16", (n // 4096, 4096), (n // 4096, 1))]
+        for op, dt, shape, bshape in (ew_cases if "ew" in groups else []):
+            r = bench_elementwise(op, shape, dt, runs, rng, with_torch, bshape)
+            label = f"{op} {dt} {list(shape)}" + (f" + b{list(bshape)}" if bshape else "")
+            results["cases"]["elementwise " + label] = r
+            frac = r["gbps"] / triad
+            target = 0.80 if bshape is None and op in ("Add", "Mul", "Neg") else 0.60
+            rows.append(_row(label, r["ours_s"] * 1e3, None, None, f"{r['gbps']:.1f} GB/s", frac,
+                             f">= {target:.0%} triad", frac >= target))
+            if "torch_s" in r:
+                ratio = r["torch_s"] / r["ours_s"]
+                rows.append(_row("  vs torch (out=)", r["ours_s"] * 1e3, r["torch_s"] * 1e3, ratio, "", None,
+                                 ">= 1x", ratio >= 1.0))
+        # reductions: ReduceSum over the last dim, over the first, over everything
+        rshape = (n // 4096, 4096)
+        for dims, dt in ((([1], "fp32"), ([0], "fp32"), ([], "fp32"), ([1], "bf16")) if "reduce" in groups else ()):
+            r = bench_reduce(rshape, dims, dt, runs, rng, with_torch)
+            label = f"ReduceSum {dt} {list(rshape)} dims {dims}"
+            results["cases"][label] = r
+            frac = r["gbps"] / triad
+            rows.append(_row(label, r["ours_s"] * 1e3, None, None, f"{r['gbps']:.1f} GB/s", frac,
+                             ">= 80% triad", frac >= 0.80))
+            if "torch_s" in r:
+                ratio = r["torch_s"] / r["ours_s"]
+                rows.append(_row("  vs torch sum", r["ours_s"] * 1e3, r["torch_s"] * 1e3, ratio, "", None,
+                                 ">= 1x", ratio >= 1.0))
 
         # NSA backward
         run_nsa = "nsa" in groups

@@ -62,6 +62,11 @@ def test_asan_ubsan_c_suites_samples_and_fuzz(tools, tmp_path):
     assert "accepted views past their storage: 0" in out
     assert "bad-address launches that succeeded: 0" in out
     assert "crashes: 0" in out
+    assert "PASS  fuzz_table" in out
+    table = re.search(r"fuzz_table: seed \d+, cases \d+\.\.\d+: (\d+) run over (\d+) operators", out)
+    assert table and int(table.group(1)) >= 20000, out
+    reached = re.search(r"implemented operators that accepted at least one case: (\d+) of (\d+)", out)
+    assert reached and int(reached.group(1)) >= int(reached.group(2)) * 3 // 4, out
     runs = re.search(r"fuzz_ops: seed \d+, cases \d+\.\.\d+: (\d+) run", out)
     assert runs and int(runs.group(1)) >= 20000, out
     assert "(0 with an unexpected status)" in out

@@ -8,6 +8,9 @@ Writes:
                                 exported entry points (they pack the arguments
                                 and call pa_op_plan / pa_executor_launch)
   docs/operators.md             the operator list
+  tests/fuzz/fuzz_table.inc     one thunk per operator for the table fuzzer
+                                (tests/fuzz/fuzz_table.c): it reaches every
+                                operator by construction
 
 Usage: gen_ops.py [--check]   (--check: fail if any file is stale, write nothing)
 """
@@ -221,6 +224,54 @@ def render_docs(tab):
     return "\n".join(lines)
 
 
+FZ_KIND = {"TENSOR": "T", "TENSOR_LIST": "L", "SCALAR": "S", "SCALAR_LIST": "s", "INT_ARRAY": "I",
+           "BOOL_ARRAY": "B", "FLOAT_ARRAY": "F", "INT": "i", "FLOAT": "f", "BOOL": "b", "DTYPE": "d",
+           "STRING": "c", "OUT_U64": "u"}
+FZ_FIELD = {"T": "t", "L": "tl", "S": "s", "s": "sl", "I": "ia", "B": "ba", "F": "fa", "i": "i", "f": "f",
+            "b": "b", "d": "i", "c": "str", "u": "u"}
+
+
+def render_fuzz(tab):
+    out = ["/* " + BANNER + " */",
+           "/* One thunk per operator of the table: tests/fuzz/fuzz_table.c calls them with random arguments. */",
+           ""]
+    rows = []
+    for o in tab.OPS:
+        params = o.parsed()
+        kinds = "".join(FZ_KIND[p.kind] for p in params)
+        args = []
+        for i, p in enumerate(params):
+            k = FZ_KIND[p.kind]
+            val = "a[%d].%s" % (i, FZ_FIELD[k])
+            ctype = p.ctype.replace("const ", "")
+            if k in "id":
+                val = "(%s)%s" % (ctype, val)
+            args.append(val)
+        if o.single:
+            out.append("static int fz_gws_%s(const fz_arg *a, uint64_t *ws, aclOpExecutor **ex) {" % o.name)
+            out.append("    (void)ws, (void)ex;")
+            out.append("    return aclnn%s(%s);" % (o.name, ", ".join(args)))
+            out.append("}")
+            launch = "NULL"
+        else:
+            out.append("static int fz_gws_%s(const fz_arg *a, uint64_t *ws, aclOpExecutor **ex) {" % o.name)
+            out.append("    return aclnn%sGetWorkspaceSize(%s, ws, ex);" % (o.name, ", ".join(args)))
+            out.append("}")
+            launch = "aclnn" + o.name
+        masks = ", ".join(dtype_mask(tab, p.dtypes) if p.dtypes else "0" for p in params)
+        ios = "".join({"IN": "i", "OUT": "o", "INOUT": "x"}[p.io] for p in params)
+        out.append("static const uint64_t fz_dt_%s[] = {%s};" % (o.name, masks))
+        rows.append('    {"%s", %d, "%s", "%s", fz_dt_%s, fz_gws_%s, %s, %d},' % (
+            o.name, len(params), kinds, ios, o.name, o.name, launch, 1 if o.implemented else 0))
+    out.append("")
+    out.append("static const fz_op fz_ops[] = {")
+    out += rows
+    out.append("};")
+    out.append("#define FZ_NOPS ((int)(sizeof fz_ops / sizeof fz_ops[0]))")
+    out.append("")
+    return "\n".join(wrap(line, 118, "        ") if line.startswith("    return") else line for line in out)
+
+
 def outputs(tab):
     files = {}
     by_header = tab.headers()
@@ -230,6 +281,9 @@ def outputs(tab):
         files["include/aclnnop/" + header] = render_header(tab, header, [])
     files["native/ops/gen/optable.c"] = render_c(tab)
     files["docs/operators.md"] = render_docs(tab)
+    files["tests/fuzz/fuzz_table.inc"] = render_fuzz(tab)
+    files["tests/fuzz/fuzz_table_headers.inc"] = "\n".join(
+        ["/* " + BANNER + " */"] + ['#include "aclnnop/%s"' % h for h in sorted(tab.headers())]) + "\n"
     return files
 
 

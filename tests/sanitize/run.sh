@@ -17,6 +17,7 @@
 # build-address/ and build-thread/. Environment:
 #   FUZZ_CASES (default 50000), FUZZ_SEED (default 1), STRESS_ITERATIONS (default 200),
 #   FUZZ_AVOID (malformations fuzz_ops leaves out, e.g. "destroy-twice"; default none),
+#   FUZZ_TABLE_CASES (cases of tests/fuzz/fuzz_table.c, every operator of the op table; default 60000),
 #   SAMPLES_DIR (default ../shared/samples beside the checkout), CC / CXX (default gcc / g++).
 # Exits non-zero if any step fails or any sanitizer reports anything.
 set -u
@@ -141,6 +142,16 @@ if [ -z "$ONLY" ] || [ "$ONLY" = asan ]; then
             step "fuzz_ops --seed ${FUZZ_SEED:-1} --cases ${FUZZ_CASES:-50000} (ASan+UBSan)" "$OUT/fuzz.log" \
                 "$OUT/fuzz_ops" --seed "${FUZZ_SEED:-1}" --cases "${FUZZ_CASES:-50000}" ${FUZZ_AVOID:+--avoid "$FUZZ_AVOID"}
             grep -E "^(fuzz_ops:|  |accepted|bad-address|crashes)" "$OUT/fuzz.log" | grep -v "^    " | tail -n 14
+        fi
+        # 4. the table fuzzer: every operator of the op table, round robin
+        # shellcheck disable=SC2046
+        step "fuzz_table (build)" "$OUT/fuzz-table-build.log" \
+            "$CC" -std=c11 -Wall -Wextra -Werror $ASAN_FLAGS -I"$ROOT/tests/fuzz" "$ROOT/tests/fuzz/fuzz_table.c" \
+            -o "$OUT/fuzz_table" $(link_line "$LIB")
+        if [ -x "$OUT/fuzz_table" ]; then
+            step "fuzz_table --seed ${FUZZ_SEED:-1} --cases ${FUZZ_TABLE_CASES:-60000} (ASan+UBSan)" \
+                "$OUT/fuzz-table.log" "$OUT/fuzz_table" --seed "${FUZZ_SEED:-1}" --cases "${FUZZ_TABLE_CASES:-60000}"
+            grep -E "^(fuzz_table:|  |accepted|crashes)" "$OUT/fuzz-table.log" | tail -n 6
         fi
     fi
 fi

@@ -321,17 +321,18 @@ static void outputs_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* Outer mode: a tile of outputs contiguous in the input (the last kept dim,
- * stride 1) accumulates every reduced element in index order. */
-#define OUTER_TILE 512
+ * stride 1) accumulates the reduced rows in index order, each row streamed
+ * once per tile (a tile is a chunk of columns; tiles run in parallel). */
+#define OUTER_TILE 2048
 static void outer_range(void *ctx, int64_t begin, int64_t end) {
     const red_ctx *c = ctx;
     const pa_red_args *a = c->a;
     const int64_t m = a->keep_dims[a->nkeep - 1];
     const int64_t tiles = (m + OUTER_TILE - 1) / OUTER_TILE;
     const size_t es = pa_cvt_size(a->in_dtype);
-    alignas(64) double acc[OUTER_TILE];
-    alignas(64) float buf[OUTER_TILE];
+    alignas(64) double acc[OUTER_TILE]; /* 40 KiB of stack: nothing to allocate, nothing to fail */
     alignas(64) double dbuf[OUTER_TILE];
+    alignas(64) float buf[OUTER_TILE];
     for (int64_t u = begin; u < end; u++) {
         const int64_t row = u / tiles, t0 = (u % tiles) * OUTER_TILE;
         const int64_t n = PA_MIN(OUTER_TILE, m - t0);
@@ -396,8 +397,7 @@ void pa_red_run(const pa_red_args *a) {
     if (outer) {
         const int64_t m = a->keep_dims[a->nkeep - 1];
         const int64_t units = (c.nout / m) * ((m + OUTER_TILE - 1) / OUTER_TILE);
-        const int64_t per = PA_MAX(1, c.count * PA_MIN(m, OUTER_TILE));
-        pa_parallel_for(units, PA_MAX(1, 65536 / per), outer_range, &c);
+        pa_parallel_for(units, 1, outer_range, &c);
         return;
     }
     if (c.inner && c.nout == 1 && c.nruns == 1 && c.run > 4 * PA_RED_BLOCK) {

@@ -526,7 +526,7 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
             vi = pa_scalar_i(c.ps[k]);
             if ((c.d->flags & PA_MAPF_PARAMS_IN_SELF_DTYPE) || kernel == PA_K_CLAMP) {
                 if (dom == PA_DOM_I64) {
-                    vi = pa_dt_is_float(c.ps[k]->dtype) ? pa_cvt_f_to_i(v, -0x1p63, 0x1p63) : vi;
+                    vi = pa_dt_is_float(c.ps[k]->dtype) ? pa_cvt_f_to_i(v, -0x1p63, 0x1p63 - 1024.0) : vi;
                     vi = wrap_to(vi, compute);
                     v = (double)vi;
                 } else {
@@ -535,7 +535,7 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
             }
         } else if (c.p_num[k]) {
             v = c.pf[k];
-            vi = (int64_t)v;
+            vi = pa_cvt_f_to_i(v, -0x1p63, 0x1p63 - 1024.0);
         }
         g->p[k] = v;
         g->pi[k] = vi;
@@ -555,7 +555,7 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
         if (c.d->flags & PA_MAPF_FILL1) g->p[0] = 1, g->pi[0] = 1;
         else if (c.d->flags & PA_MAPF_FILL0) g->p[0] = 0, g->pi[0] = 0;
         else if (c.ps[0] != NULL && dom == PA_DOM_I64 && pa_dt_is_float(c.ps[0]->dtype)) {
-            g->pi[0] = pa_cvt_f_to_i(g->p[0], -0x1p63, 0x1p63);
+            g->pi[0] = pa_cvt_f_to_i(g->p[0], -0x1p63, 0x1p63 - 1024.0);
         }
         if (dom == PA_DOM_F32 && compute != ACL_FLOAT) g->p[0] = round_to(g->p[0], compute);
     }

@@ -525,8 +525,12 @@ static void run_arange(const shape_plan *p, char *out) {
             off += (r % ov->dims[i]) * ov->strides[i];
             r /= ov->dims[i];
         }
-        if (ints) pa_cvt_store_i(out + off * (int64_t)es, ov->dtype, p->istart + k * p->istep);
-        else pa_cvt_store_f(out + off * (int64_t)es, ov->dtype, p->start + (double)k * p->step);
+        if (ints) {
+            const uint64_t v = (uint64_t)p->istart + (uint64_t)k * (uint64_t)p->istep; /* wraps, no overflow */
+            pa_cvt_store_i(out + off * (int64_t)es, ov->dtype, (int64_t)v);
+        } else {
+            pa_cvt_store_f(out + off * (int64_t)es, ov->dtype, p->start + (double)k * p->step);
+        }
     }
 }
 
