@@ -84,6 +84,8 @@ typedef struct pa_map_kp {
 } pa_map_kp;
 
 typedef void (*pa_map_f32_fn)(float *o, const float *const *in, int64_t n, const pa_map_kp *kp);
+/* fused fp16 / bf16 forms: 16-bit arrays in and out, fp32 in registers */
+typedef void (*pa_map_f16_fn)(uint16_t *o, const uint16_t *const *in, int64_t n, const pa_map_kp *kp);
 typedef void (*pa_map_f64_fn)(double *o, const double *const *in, int64_t n, const pa_map_kp *kp);
 typedef void (*pa_map_i64_fn)(int64_t *o, const int64_t *const *in, int64_t n, const pa_map_kp *kp);
 

@@ -337,7 +337,73 @@ typedef struct run_ctx {
     const pa_map_isa_ops *ops;
     pa_map_kp kp;
     int64_t n0, tile, ntile; /* inner length, tile length, tiles per row */
+    pa_map_f16_fn fused;     /* same-dtype fp16 / bf16 work: the fused kernel, else NULL */
 } run_ctx;
+
+/* The fused 16-bit kernel when every operand is that dtype (16-bit constants
+ * included), contiguous or broadcast along the inner dim, and the result is it. */
+static pa_map_f16_fn fused_kernel(const pa_map_args *a, const pa_map_isa_ops *ops) {
+    const aclDataType d = a->out.dtype;
+    if (a->dom != PA_DOM_F32 || (d != ACL_FLOAT16 && d != ACL_BF16) || a->res != d) return NULL;
+    const int nd = a->ndim;
+    if (a->out.strides[nd - 1] != 1) return NULL;
+    for (int j = 0; j < a->nin; j++) {
+        const pa_map_operand *o = &a->in[j];
+        const bool via_ok = o->via == ACL_DT_UNDEFINED || o->via == d;
+        if (o->is_const) {
+            if (!via_ok && o->via != d) return NULL;
+            continue;
+        }
+        if (o->dtype != d || !via_ok) return NULL;
+        if (o->strides[nd - 1] != 1 && o->strides[nd - 1] != 0) return NULL;
+    }
+    const pa_map_f16_fn *tab = d == ACL_FLOAT16 ? ops->k16 : ops->kbf;
+    return tab[a->kernel];
+}
+
+static uint16_t half_bits(aclDataType d, float v) { return d == ACL_FLOAT16 ? pa_f32_to_f16(v) : pa_f32_to_bf16(v); }
+
+/* The fused path of one chunk: direct pointers, 16-bit buffers for constants
+ * and broadcast operands. */
+static void run_range_fused(const run_ctx *c, int64_t begin, int64_t end) {
+    const pa_map_args *a = c->a;
+    const int nd = a->ndim;
+    const aclDataType d = a->out.dtype;
+    uint16_t bufs[PA_MAP_MAX_IN][PA_MAP_TILE];
+    const uint16_t *src[PA_MAP_MAX_IN] = {NULL, NULL, NULL};
+    for (int j = 0; j < a->nin; j++) {
+        if (!a->in[j].is_const) continue;
+        float v = (float)a->in[j].value_d;
+        const uint16_t h = half_bits(d, v);
+        for (int64_t i = 0; i < c->tile; i++) bufs[j][i] = h;
+        src[j] = bufs[j];
+    }
+    for (int64_t u = begin; u < end; u++) {
+        int64_t row = u / c->ntile;
+        const int64_t start = (u % c->ntile) * c->tile;
+        const int64_t n = PA_MIN(c->tile, c->n0 - start);
+        int64_t off[PA_MAP_MAX_IN + 1] = {0, 0, 0, 0};
+        for (int dd = nd - 2; dd >= 0; dd--) {
+            const int64_t idx = row % a->dims[dd];
+            row /= a->dims[dd];
+            off[0] += idx * a->out.strides[dd];
+            for (int j = 0; j < a->nin; j++) off[j + 1] += idx * a->in[j].strides[dd];
+        }
+        for (int j = 0; j < a->nin; j++) {
+            const pa_map_operand *o = &a->in[j];
+            if (o->is_const) continue;
+            const int64_t s = o->strides[nd - 1];
+            const uint16_t *p = (const uint16_t *)o->ptr + off[j + 1] + start * s;
+            if (s == 1) {
+                src[j] = p;
+            } else {
+                for (int64_t i = 0; i < n; i++) bufs[j][i] = *p;
+                src[j] = bufs[j];
+            }
+        }
+        c->fused((uint16_t *)a->out.ptr + off[0] + start, src, n, &c->kp);
+    }
+}
 
 static void run_kernel(const run_ctx *c, void *o, const void *const *in, int64_t n) {
     const pa_map_args *a = c->a;
@@ -350,11 +416,18 @@ static void run_kernel(const run_ctx *c, void *o, const void *const *in, int64_t
 
 static void run_range(void *ctx, int64_t begin, int64_t end) {
     const run_ctx *c = ctx;
+    if (c->fused != NULL) {
+        run_range_fused(c, begin, end);
+        return;
+    }
     const pa_map_args *a = c->a;
     const int nd = a->ndim;
-    alignas(64) char scratch[(PA_MAP_MAX_IN + 1) * PA_MAP_TILE * 8]; /* 32 KiB: no allocation can fail */
+    /* 32 KiB of stack: no allocation can fail. The buffers are staggered by 320 bytes so that
+     * streams through them do not alias modulo 4 KiB (stalled loads behind unrelated stores). */
+    enum { BUF_STRIDE = PA_MAP_TILE * 8 + 320 };
+    alignas(64) char scratch[(PA_MAP_MAX_IN + 1) * BUF_STRIDE];
     void *bufs[PA_MAP_MAX_IN + 1];
-    for (int k = 0; k <= PA_MAP_MAX_IN; k++) bufs[k] = scratch + (size_t)k * PA_MAP_TILE * 8;
+    for (int k = 0; k <= PA_MAP_MAX_IN; k++) bufs[k] = scratch + (size_t)k * BUF_STRIDE;
     const void *src[PA_MAP_MAX_IN] = {NULL, NULL, NULL};
     for (int j = 0; j < a->nin; j++) {
         if (a->in[j].is_const) {
@@ -408,6 +481,7 @@ void pa_map_run(const pa_map_args *a) {
     }
     c.n0 = a->dims[a->ndim - 1];
     c.tile = c.n0 < PA_MAP_TILE ? c.n0 : PA_MAP_TILE;
+    c.fused = fused_kernel(a, c.ops);
     c.ntile = (c.n0 + c.tile - 1) / c.tile;
     const int64_t units = outer * c.ntile;
     /* chunks of about 64 Ki elements, whatever the thread count */

@@ -60,6 +60,11 @@ static inline VI sc_u(uint32_t u) { int32_t i; memcpy(&i, &u, 4); return i; }
 #define VBITS(v) sc_bits(v)
 #define VFROMBITS(i) sc_from(i)
 
+#define VLDH(p) pa_f16_to_f32(*(p))
+#define VSTH(p, v) (*(p) = pa_f32_to_f16(v))
+#define VLDB(p) pa_bf16_to_f32(*(p))
+#define VSTB(p, v) (*(p) = pa_f32_to_bf16(v))
+
 #include "kernels/map/map_f32.inc"
 
 static void h2f_scalar(float *o, const uint16_t *h, int64_t n) {
@@ -75,4 +80,5 @@ static void f2b_scalar(uint16_t *h, const float *f, int64_t n) {
     for (int64_t i = 0; i < n; i++) h[i] = pa_f32_to_bf16(f[i]);
 }
 
-const pa_map_isa_ops pa_map_ops_scalar = {k32_scalar, h2f_scalar, f2h_scalar, b2f_scalar, f2b_scalar};
+const pa_map_isa_ops pa_map_ops_scalar = {k32_scalar, h2f_scalar, f2h_scalar, b2f_scalar, f2b_scalar,
+                                            k16_scalar, kbf_scalar};

@@ -10,6 +10,8 @@ typedef struct pa_map_isa_ops {
     void (*f2h)(uint16_t *h, const float *f, int64_t n); /* fp32 -> fp16 (nearest even) */
     void (*b2f)(float *o, const uint16_t *h, int64_t n); /* bf16 -> fp32 (exact) */
     void (*f2b)(uint16_t *h, const float *f, int64_t n); /* fp32 -> bf16 (nearest even, NaN quiet) */
+    const pa_map_f16_fn *k16; /* fused fp16 kernels ([PA_K_COUNT], NULL where none) */
+    const pa_map_f16_fn *kbf; /* fused bf16 kernels */
 } pa_map_isa_ops;
 
 extern const pa_map_isa_ops pa_map_ops_scalar;
