@@ -192,3 +192,50 @@ def test_check_addresses_switch_off_keeps_the_null_check():
     assert int(rc) == 361001
     assert "aclnnScaledMaskedSoftmaxBackward: gradOutput has no device address" in msg
     assert proc.stdout.splitlines()[1] == "untouched"
+
+
+def test_storage_counted_from_the_offset_and_negative_storage(runtime, stream):
+    """Two storages CANN accepts (ggml-cann declares both): one counted from the
+    view's offset (the view's span fits, the offset lies beyond), checked at
+    launch against the allocation like any address; and a negative storage dim
+    for an empty view (ggml's 1 + (0 - 1) * stride)."""
+    ffi, lib = pyaclnn.ffi, pyaclnn.lib
+    with pyaclnn.DeviceBuffer(64 * 4) as buf, pyaclnn.DeviceBuffer(64 * 4) as obuf:
+        host = np.arange(64, dtype=np.float32)
+        lib.aclrtMemcpy(buf.cdata, 256, ffi.cast("void *", host.ctypes.data), 256, lib.ACL_MEMCPY_HOST_TO_DEVICE)
+        dims, st = ffi.new("int64_t[]", [8]), ffi.new("int64_t[]", [1])
+        sd = ffi.new("int64_t[]", [8])  # storage of 8 elements, view at offset 40
+        t = lib.aclCreateTensor(dims, 1, lib.ACL_FLOAT, st, 40, lib.ACL_FORMAT_ND, sd, 1, buf.cdata)
+        o = lib.aclCreateTensor(dims, 1, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, sd, 1, obuf.cdata)
+        ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+        assert lib.aclnnInplaceCopyGetWorkspaceSize(o, t, ws, ex) == 0
+        assert lib.aclnnInplaceCopy(ffi.NULL, 0, ex[0], stream.handle) == 0
+        stream.synchronize()
+        got = np.empty(8, np.float32)
+        lib.aclrtMemcpy(ffi.cast("void *", got.ctypes.data), 32, obuf.cdata, 32, lib.ACL_MEMCPY_DEVICE_TO_HOST)
+        assert got.tolist() == list(range(40, 48))
+        # past the allocation: refused at launch (507015), nothing written
+        far = lib.aclCreateTensor(dims, 1, lib.ACL_FLOAT, st, 400, lib.ACL_FORMAT_ND, sd, 1, buf.cdata)
+        assert lib.aclnnInplaceCopyGetWorkspaceSize(o, far, ws, ex) == 0
+        assert lib.aclnnInplaceCopy(ffi.NULL, 0, ex[0], stream.handle) == 0
+        assert lib.aclrtSynchronizeStream(stream.handle) == 507015
+        # a span longer than the storage is still refused at once
+        nine = ffi.new("int64_t[]", [9])
+        wide = lib.aclCreateTensor(nine, 1, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, sd, 1, buf.cdata)
+        o9 = lib.aclCreateTensor(nine, 1, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, nine, 1, obuf.cdata)
+        assert lib.aclnnInplaceCopyGetWorkspaceSize(o9, wide, ws, ex) == 161002
+        assert "past its storage" in pyaclnn.get_recent_err_msg()
+        # an empty view with a negative storage dim
+        zero, neg = ffi.new("int64_t[]", [0]), ffi.new("int64_t[]", [-3])
+        e1 = lib.aclCreateTensor(zero, 1, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, neg, 1, buf.cdata)
+        e2 = lib.aclCreateTensor(zero, 1, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, neg, 1, obuf.cdata)
+        assert e1 != ffi.NULL and e2 != ffi.NULL
+        assert lib.aclnnInplaceCopyGetWorkspaceSize(e2, e1, ws, ex) == 0
+        assert lib.aclnnInplaceCopy(ffi.NULL, 0, ex[0], stream.handle) == 0
+        stream.synchronize()
+        # ... but a non-empty view on it is refused
+        n1 = lib.aclCreateTensor(ffi.new("int64_t[]", [1]), 1, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, neg, 1,
+                                 buf.cdata)
+        assert lib.aclnnInplaceCopyGetWorkspaceSize(o, n1, ws, ex) == 161002
+        for h in (t, o, far, wide, o9, e1, e2, n1):
+            lib.aclDestroyTensor(h)

@@ -317,7 +317,8 @@ def _raw_tensor(buf, shape, dtype_enum, strides, offset, storage):
 @pytest.mark.parametrize("which,strides,offset,storage,needle", [
     ("x", (256, 64, -1, 1), 0, (1536,), "x strides must be non-negative"),
     ("x", (768, 256, 64, 1), -3, (1536,), "x view offset must be >= 0"),
-    ("x", (768, 256, 64, 1), 1, (1536,), "x view"),               # one element past the storage
+    ("x", (768, 256, 64, 2), 0, (1536,), "x view"),               # past the storage by its span
+    ("x", (768, 256, 64, 1), 1, (1535,), "x view"),               # from its offset, one element past
     ("mask", (768, 256, 64, 1), 0, (1535,), "mask view"),
 ])
 def test_views_outside_their_storage(which, strides, offset, storage, needle):

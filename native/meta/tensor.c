@@ -134,12 +134,9 @@ static int check_tensor_args(const char *api, const int64_t *viewDims, uint64_t 
                            (unsigned long long)i, (long long)viewDims[i]);
         }
     }
-    for (uint64_t i = 0; i < storageDimsNum; i++) {
-        if (storageDims[i] < 0) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: storageDims[%llu] must be >= 0, got %lld", api,
-                           (unsigned long long)i, (long long)storageDims[i]);
-        }
-    }
+    /* A negative storage dim is accepted, as CANN does (ggml-cann computes the
+     * storage of empty views as 1 + (0 - 1) * stride): it declares no storage,
+     * so only an empty view can use it (pa_tensor_check_view). */
     return ACLNN_SUCCESS;
 }
 
@@ -358,9 +355,27 @@ pa_tview pa_tview_of(const aclTensor *t) {
     v.offset = t->offset;
     v.storage_elems = 1;
     for (int32_t i = 0; i < t->storage_ndim; i++) {
+        if (t->storage_dims[i] < 0) {
+            v.storage_elems = 0; /* declares no storage */
+            break;
+        }
         if (!pa_mul_ok(v.storage_elems, t->storage_dims[i], &v.storage_elems)) v.storage_elems = -1;
         if (v.storage_elems < 0) break;
     }
+    /* A view whose storage was declared from its offset on (accepted by
+     * pa_tensor_check_view) covers [0, offset + extent): the launch-time
+     * address check covers all of that. */
+    int64_t last = t->offset;
+    bool empty = false;
+    for (int32_t i = 0; i < t->ndim; i++) {
+        empty = empty || t->dims[i] == 0;
+        if (t->dims[i] > 1 && t->strides[i] > 0) {
+            int64_t span;
+            if (pa_mul_ok(t->dims[i] - 1, t->strides[i], &span) && !__builtin_add_overflow(last, span, &last)) continue;
+            last = INT64_MAX - 1;
+        }
+    }
+    if (!empty && v.storage_elems >= 0 && last >= v.storage_elems) v.storage_elems = last + 1;
     v.base = t->data;
     return v;
 }
@@ -386,6 +401,10 @@ int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t) 
     bool too_big = false;
     const int64_t esize = pa_dtype_size(t->dtype) ? (int64_t)pa_dtype_size(t->dtype) : 1;
     for (int32_t i = 0; i < t->storage_ndim && !too_big; i++) {
+        if (t->storage_dims[i] < 0) { /* accepted by aclCreateTensor: declares no storage */
+            storage = 0;
+            break;
+        }
         too_big = !pa_mul_ok(storage, t->storage_dims[i], &storage);
     }
     if (!too_big) too_big = !pa_mul_ok(storage, esize, &bytes);
@@ -421,7 +440,15 @@ int pa_tensor_check_view(const char *api, const char *name, const aclTensor *t) 
                            pa_shape_str(t->storage_dims, t->storage_ndim, sd, sizeof sd));
         }
     }
-    if (last >= storage) {
+    /* CANN accepts a storage counted from the view's offset (ggml-cann declares
+     * some that way): what the view spans from its offset must fit; the
+     * launch checks that every byte from the base lies in one allocation. */
+    if (last >= storage && last - t->offset < storage && last >= PA_MAX_STORAGE_BYTES / esize) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       "%s: %s view (shape %s, strides %s, offset %lld) reaches element %lld, beyond 2^%d bytes",
+                       api, name, PA_VIEW_ARGS, (long long)last, PA_MAX_STORAGE_BYTES_LOG2);
+    }
+    if (last >= storage && last - t->offset >= storage) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID,
                        "%s: %s view (shape %s, strides %s, offset %lld) reaches element %lld, past its storage of "
                        "%lld elements (storage shape %s)",

@@ -296,7 +296,10 @@ static bool td_build(rng_t *r, tdesc *d) {
         if (storage_elems > ((__int128)1 << 80)) storage_elems = (__int128)1 << 80;
     }
     if (d->nstorage > MAX_RANK) storage_ok = false;
-    d->bad_view = d->has_elems && (!storage_ok || lo < 0 || hi >= storage_elems);
+    /* a view past its storage: what it spans from its offset does not fit (a storage
+     * counted from the offset is accepted, as CANN does; the launch then checks the
+     * whole range against the allocation: bad_addr below) */
+    d->bad_view = d->has_elems && (!storage_ok || lo < 0 || hi - d->offset >= storage_elems);
 
     /* memory: the declared storage when it can be allocated, else what the view needs */
     __int128 want = storage_ok ? storage_elems * (__int128)es : 0;
