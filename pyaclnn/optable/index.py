@@ -89,7 +89,7 @@ ROWS = {
     "InplaceScatter": ("INPLACE_SCATTER", SCATTER_DT, SCATTER_DT, {"index": IDX}, dict(
         note="as Scatter")),
     "ScatterAdd": ("SCATTER_ADD", SCATTER_DT, SCATTER_DT, {"index": IDX}, dict(
-        note="sums in index order, one rounding per addition; indices in [0, size) (361001 at launch)")),
+        note="sums in index order (fp16 / bf16 in fp32, rounded once); indices in [0, size) (361001 at launch)")),
     "IndexPutImpl": ("INDEX_PUT", PUT_DT, PUT_DT, {"indices": "s32 s64 bool"}, dict(
         note="empty index tensors stand for whole dims (as CANN drops them); accumulate sums in index order "
              "(fp16 / bf16 in fp32)")),

@@ -163,8 +163,8 @@ static inline void idx_copy_elem(char *d, const char *s, size_t es) {
     }
 }
 
-/* A chunk size giving about 64 KiB of work per chunk when one item moves
- * `item_elems` elements. */
+/* Items per chunk so that a chunk moves about 16K elements when one item
+ * moves `item_elems` (fixed: it does not depend on the thread count). */
 int64_t idx_grain(int64_t item_elems);
 
 /* The run functions of each group. */
