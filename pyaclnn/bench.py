@@ -27,7 +27,10 @@ import numpy as np
 
 import pyaclnn
 
-try:  # torch is only a benchmark peer, never a dependency
+# torch is only a benchmark peer (its CPU), never a dependency; torch_npu, when installed,
+# must not auto-load with it (it would need this toolkit's environment).
+os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+try:
     import torch
 except Exception:  # pragma: no cover - depends on the machine
     torch = None
