@@ -99,12 +99,13 @@ def test_tensor_plumbing(home):
 
 
 @pytest.mark.parametrize("case,missing", [
-    ("y = (x * 2).cpu()", "op type Mul is not supported by pyaclnn"),
+    ("y = torch.stack([x, x]).cpu()", "op type Pack is not supported by pyaclnn"),
     ("torch.npu.set_compile_mode(jit_compile=True); y = (x + 1).cpu()", "op type Add is not supported by pyaclnn"),
 ])
 def test_what_pyaclnn_lacks_is_an_error_naming_it(home, tmp_path, case, missing):
-    """An op pyaclnn does not implement: torch_npu finds no aclnn function, falls back
-    to the single-op API, and gets an error naming the op type (no crash, no hang)."""
+    """An op torch_npu has no aclnn function for (Pack), or any op under jit_compile=True:
+    torch_npu falls back to the single-op API and gets an error naming the op type
+    (no crash, no hang)."""
     script = tmp_path / "unsupported.py"
     script.write_text(textwrap.dedent("""\
         import torch, torch_npu
