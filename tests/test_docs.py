@@ -163,6 +163,15 @@ def test_every_page_is_linked_from_the_readme():
     assert not missing, "docs pages the README does not link to: %s" % missing
 
 
+def test_every_page_starts_with_what_a_reader_can_do():
+    bad = []
+    for page in PAGES[1:]:
+        paras = [x.strip() for x in page.read_text().split("\n\n") if x.strip()]
+        if not (paras[0].startswith("# ") and paras[1].startswith("What you can do with this page:")):
+            bad.append(rel(page))
+    assert not bad, "pages that do not start with 'What you can do with this page:' under the title: %s" % bad
+
+
 def test_readme_is_short():
     n = len(README.read_text().splitlines())
     assert n <= README_MAX_LINES, "README.md has %d lines (at most %d): move detail into docs/" % (
