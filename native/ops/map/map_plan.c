@@ -340,6 +340,12 @@ static double round_to(double v, aclDataType dt) {
     pa_cvt_store_f(tmp, dt, v);
     return pa_cvt_load_f(tmp, dt);
 }
+/* v rounded to fp32, through a volatile: GCC 12's SLP vectorizer turns a pair of
+ * (double)(float) round trips into no-ops (at -O2 and -O3). */
+static double to_f32(double v) {
+    volatile float f = (float)v;
+    return (double)f;
+}
 static int64_t wrap_to(int64_t v, aclDataType dt) {
     char tmp[8] = {0};
     pa_cvt_store_i(tmp, dt, v);
@@ -627,11 +633,11 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
     if (kernel == PA_K_LEAKY_RELU || kernel == PA_K_ELU || kernel == PA_K_SOFTPLUS ||
         kernel == PA_K_LEAKY_RELU_BACKWARD) {
         /* the vendor passes these as fp32 attributes */
-        for (int k = 0; k < 3; k++) g->p[k] = (double)(float)g->p[k];
+        for (int k = 0; k < 3; k++) g->p[k] = to_f32(g->p[k]);
     }
     if (kernel == PA_K_THRESHOLD_BACKWARD) {
         /* the vendor's float attribute; within FLT_EPSILON of 0 it runs ReluGrad (threshold 0) */
-        g->p[0] = (double)(float)g->p[0];
+        g->p[0] = to_f32(g->p[0]);
         if (fabs(g->p[0]) <= FLT_EPSILON) g->p[0] = 0;
     }
     pa_map_simplify(g);
