@@ -536,3 +536,53 @@ def test_stack_threads_bitwise(runtime, restore_runtime_knobs):
     for threads in (1, 2, 3):
         pyaclnn.set_num_threads(threads)
         assert bits(aclnn.Stack(ts, 1, np.empty((37, 9, 61), np.float16))) == bits(want)
+
+
+def test_stack_and_cat_beyond_the_executors_views(runtime, stream):
+    """More tensors than an executor holds views for (63; clip_grad_norm_ stacks one
+    norm per parameter): the right result, and the launch checks the addresses of
+    the others too (NULL data: 361001, outside the allocation: 507015), with
+    nothing written."""
+    n = 100
+    with pyaclnn.DeviceBuffer(n * 4) as buf, pyaclnn.DeviceBuffer(n * 4) as obuf:
+        host = np.arange(n, dtype=np.float32)
+        lib.aclrtMemcpy(buf.cdata, n * 4, ffi.cast("void *", host.ctypes.data), n * 4, lib.ACL_MEMCPY_HOST_TO_DEVICE)
+        one, st, sd = ffi.new("int64_t[]", [1]), ffi.new("int64_t[]", [1]), ffi.new("int64_t[]", [n])
+        dims_out = ffi.new("int64_t[]", [n])
+
+        def run(name, bad=None):
+            nd = 1 if name == "Cat" else 0
+            eight = ffi.new("int64_t[]", [8])
+            hs = []
+            for i in range(n):
+                if i == 70 and bad == "null":
+                    hs.append(lib.aclCreateTensor(one, nd, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, one, 1, ffi.NULL))
+                elif i == 70 and bad == "far":
+                    hs.append(lib.aclCreateTensor(one, nd, lib.ACL_FLOAT, st, 400, lib.ACL_FORMAT_ND, eight, 1, buf.cdata))
+                else:
+                    hs.append(lib.aclCreateTensor(one, nd, lib.ACL_FLOAT, st, i, lib.ACL_FORMAT_ND, sd, 1, buf.cdata))
+            lst = lib.aclCreateTensorList(ffi.new("aclTensor *[]", hs), n)
+            o = lib.aclCreateTensor(dims_out, 1, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, dims_out, 1, obuf.cdata)
+            lib.aclrtMemset(obuf.cdata, n * 4, 0, n * 4)
+            ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+            try:
+                assert getattr(lib, "aclnn%sGetWorkspaceSize" % name)(lst, 0, o, ws, ex) == 0, \
+                    ffi.string(lib.aclGetRecentErrMsg())
+                assert getattr(lib, "aclnn" + name)(ffi.NULL, 0, ex[0], stream.handle) == 0
+                rc = lib.aclrtSynchronizeStream(stream.handle)
+                msg = ffi.string(lib.aclGetRecentErrMsg()).decode() if rc else ""
+                got = np.empty(n, np.float32)
+                lib.aclrtMemcpy(ffi.cast("void *", got.ctypes.data), n * 4, obuf.cdata, n * 4,
+                                lib.ACL_MEMCPY_DEVICE_TO_HOST)
+                return rc, msg, got
+            finally:
+                lib.aclDestroyTensorList(lst)
+                lib.aclDestroyTensor(o)
+
+        for name in ("Stack", "Cat"):
+            rc, msg, got = run(name)
+            assert rc == 0 and got.tolist() == host.tolist(), (name, msg)
+            rc, msg, got = run(name, "null")
+            assert rc == 361001 and "tensors[70] has no device address" in msg and not got.any(), (name, msg)
+            rc, msg, got = run(name, "far")
+            assert rc == 507015 and "tensors[70] storage" in msg and not got.any(), (name, msg)
