@@ -157,7 +157,8 @@ def test_against_autograd(runtime):
            "HardsigmoidBackward": F.hardsigmoid, "HardtanhBackward": lambda t: F.hardtanh(t, -1.5, 2.0),
            "SoftplusBackward": lambda t: F.softplus(t, 1.5, 10.0),
            "EluBackward": lambda t: torch.where(t > 0, 1.5 * t, 1.5 * 1.25 * torch.expm1(0.75 * t)),
-           "LeakyReluBackward": lambda t: F.leaky_relu(t, 0.125), "ThresholdBackward": lambda t: F.threshold(t, 0.25, 0)}
+           "LeakyReluBackward": lambda t: F.leaky_relu(t, 0.125),
+           "ThresholdBackward": lambda t: F.threshold(t, 0.25, 0)}
     for case, fn in fns.items():
         xt = T(x).requires_grad_()
         want = torch.autograd.grad(fn(xt), xt, T(dy))[0].numpy()
@@ -247,8 +248,9 @@ def test_promotion_rules(runtime):
         bits(aclnn.MishBackward(f64(xb).astype(np.float32), x32, np.empty(64, np.float32)))
     y16 = (1 / (1 + np.exp(-x32))).astype(np.float16)
     got = aclnn.SigmoidBackward(g16, y16.astype(BF16), np.empty(64, np.float32))  # f16 + bf16 -> f32
-    assert bits(got) == bits(aclnn.SigmoidBackward(f64(g16).astype(np.float32),
-                                                   f64(y16.astype(BF16)).astype(np.float32), np.empty(64, np.float32)))
+    want = aclnn.SigmoidBackward(f64(g16).astype(np.float32), f64(y16.astype(BF16)).astype(np.float32),
+                                 np.empty(64, np.float32))
+    assert bits(got) == bits(want)
     got = aclnn.LeakyReluBackward(g32, f64(x32), 0.125, False, np.empty(64, np.float64))
     assert got.tolist() == np.where(x32 > 0, f64(g32), f64(g32) * 0.125).tolist()
     assert aclnn.HardsigmoidBackward(g16, x32, np.empty(64, np.float16)).dtype == np.float16
@@ -558,7 +560,8 @@ def test_stack_and_cat_beyond_the_executors_views(runtime, stream):
                 if i == 70 and bad == "null":
                     hs.append(lib.aclCreateTensor(one, nd, lib.ACL_FLOAT, st, 0, lib.ACL_FORMAT_ND, one, 1, ffi.NULL))
                 elif i == 70 and bad == "far":
-                    hs.append(lib.aclCreateTensor(one, nd, lib.ACL_FLOAT, st, 400, lib.ACL_FORMAT_ND, eight, 1, buf.cdata))
+                    hs.append(lib.aclCreateTensor(one, nd, lib.ACL_FLOAT, st, 400, lib.ACL_FORMAT_ND, eight, 1,
+                                                  buf.cdata))
                 else:
                     hs.append(lib.aclCreateTensor(one, nd, lib.ACL_FLOAT, st, i, lib.ACL_FORMAT_ND, sd, 1, buf.cdata))
             lst = lib.aclCreateTensorList(ffi.new("aclTensor *[]", hs), n)

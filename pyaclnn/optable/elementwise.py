@@ -308,7 +308,8 @@ _map("SigmoidBackward", "aclnn_sigmoid_backward.h", T + "gradOutput, const aclTe
 _map("ThresholdBackward", "aclnn_threshold_backward.h", T + "gradOutput, const aclTensor* self, "
      "const aclScalar* threshold, aclTensor* out", "THRESHOLD_BACKWARD", "a b p0 o", "f32 s32 f16 s8 u8 bf16",
      "f32 s32 f16 s8 u8 bf16", compute="float", outrule="same", dtypes={"threshold": ANY},
-     flags=("same_dtype_inputs",), note="self <= threshold ? 0 : gradOutput, compared in fp32 (torch's relu backward)")
+     flags=("same_dtype_inputs",),
+     note="self <= threshold ? 0 : gradOutput, compared in fp32 (torch's relu backward)")
 _map("LeakyReluBackward", "aclnn_leaky_relu_backward.h", T + "gradOutput, const aclTensor* self, "
      "const aclScalar* negativeSlope, bool selfIsResult, aclTensor* out", None, "a b p0 k o", FLOAT4, FLOAT4,
      kernels={"*": "LEAKY_RELU_BACKWARD"}, dtypes={"negativeSlope": "f32 f16 f64 s32 s64 s8 u8 bool s16 bf16"},

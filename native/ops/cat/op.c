@@ -212,8 +212,9 @@ static int stack_check(const aclTensorList *tensors, int64_t *dim, const aclTens
         const aclDataType d = tensors->tensors[i]->dtype;
         const aclDataType p = pa_dt_promote(d, promote);
         if (p == ACL_DT_UNDEFINED) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, STACK_API ": tensors[%llu] dtype %s and dtype %s have no promoted "
-                           "dtype", (unsigned long long)i, pa_dtype_name(d), pa_dtype_name(promote));
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           STACK_API ": tensors[%llu] dtype %s and dtype %s have no promoted dtype",
+                           (unsigned long long)i, pa_dtype_name(d), pa_dtype_name(promote));
         }
         promote = p;
     }
@@ -233,7 +234,8 @@ static int stack_check(const aclTensorList *tensors, int64_t *dim, const aclTens
     }
     const int64_t d = d0 < 0 ? d0 + n + 1 : d0;
     if (d < 0 || d > n) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, STACK_API ": dim %lld is out of range [%lld, %lld] for %lld-D tensors",
+        return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                       STACK_API ": dim %lld is out of range [%lld, %lld] for %lld-D tensors",
                        (long long)d0, (long long)-(n + 1), (long long)n, (long long)n);
     }
     for (uint64_t i = 1; i < tensors->size; i++) {
@@ -241,7 +243,8 @@ static int stack_check(const aclTensorList *tensors, int64_t *dim, const aclTens
         bool same = t->ndim == n;
         for (int64_t j = 0; same && j < n; j++) same = t->dims[j] == t0->dims[j];
         if (!same) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, STACK_API ": tensors[%llu] shape %s must be tensors[0]'s shape %s",
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           STACK_API ": tensors[%llu] shape %s must be tensors[0]'s shape %s",
                            (unsigned long long)i, pa_shape_str(t->dims, t->ndim, s1, sizeof s1),
                            pa_shape_str(t0->dims, t0->ndim, s2, sizeof s2));
         }

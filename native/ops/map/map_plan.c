@@ -475,8 +475,9 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
             if (!same) {
                 char s1[160], s2[160];
                 const int j0 = t0 == c.t[0] ? 0 : t0 == c.t[1] ? 1 : 2;
-                return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s shape %s must be the shape %s of %s (no broadcasting)",
-                               c.api, c.in_name[j], pa_shape_str(t->dims, t->ndim, s1, sizeof s1),
+                return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                               "%s: %s shape %s must be the shape %s of %s (no broadcasting)", c.api, c.in_name[j],
+                               pa_shape_str(t->dims, t->ndim, s1, sizeof s1),
                                pa_shape_str(t0->dims, t0->ndim, s2, sizeof s2), c.in_name[j0]);
             }
         }
@@ -524,7 +525,7 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
     if (rc) return rc;
     if ((c.d->flags & PA_MAPF_RESULT_NONNEG) && kval != 0 && c.ps[0] != NULL) {
         /* the in-place forward with a negative slope loses the input's sign (Elu reads alpha as fp32) */
-        const double v = c.kernel == PA_K_ELU_BACKWARD_RESULT ? (double)(float)pa_scalar_f(c.ps[0]) : pa_scalar_f(c.ps[0]);
+        const double v = c.kernel == PA_K_ELU_BACKWARD_RESULT ? to_f32(pa_scalar_f(c.ps[0])) : pa_scalar_f(c.ps[0]);
         if (v < 0) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must not be negative when the saved tensor is the "
                            "forward's result (the in-place forward with a negative %s)", c.api, c.p_name[0],
