@@ -98,6 +98,10 @@ def test_tensor_plumbing(home):
     check_unittest(run_script(home, SCRIPTS / "npu_plumbing.py"))
 
 
+def test_activation_gradients_and_stack(home):
+    check_unittest(run_script(home, SCRIPTS / "npu_activation_grad.py"))
+
+
 @pytest.mark.parametrize("case,missing", [
     ("y = torch.erfinv(x * 0.5).cpu()", "op type Erfinv is not supported by pyaclnn"),
     ("torch.npu.set_compile_mode(jit_compile=True); y = (x + 1).cpu()", "op type Add is not supported by pyaclnn"),

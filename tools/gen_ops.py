@@ -103,7 +103,8 @@ def render_header(tab, header, ops):
 ROLE_CODES = {"-": "PA_ROLE_NONE", "a": "PA_ROLE_A", "b": "PA_ROLE_B", "c": "PA_ROLE_C", "o": "PA_ROLE_OUT",
               "ao": "PA_ROLE_A_OUT", "co": "PA_ROLE_C_OUT", "p0": "PA_ROLE_P0", "p1": "PA_ROLE_P1",
               "p2": "PA_ROLE_P2", "p3": "PA_ROLE_P3", "k": "PA_ROLE_KERNEL", "dt": "PA_ROLE_DTYPE"}
-MAP_FLAGS = ("min_le_max", "params_in_self_dtype", "clamp_one_bound", "value_one_element", "fill0", "fill1")
+MAP_FLAGS = ("min_le_max", "params_in_self_dtype", "clamp_one_bound", "value_one_element", "fill0", "fill1",
+             "same_dtype_inputs", "no_broadcast", "result_nonneg")
 
 
 def c_ident(s):
@@ -156,7 +157,10 @@ def render_c(tab):
             out.append("    .roles = {%s}," % roles)
             out.append("    .kernel = %s," % ("PA_K_" + default if default else "-1"))
             out.append("    .nkmap = %d," % len(kmap))
-            if kmap:
+            if kmap and all(isinstance(k, str) for k, _ in kmap):  # a string attribute
+                out.append("    .kmap_name = {%s}," % ", ".join('"%s"' % k for k, _ in kmap))
+                out.append("    .kmap_kernel = {%s}," % ", ".join("PA_K_" + v for _, v in kmap))
+            elif kmap:
                 out.append("    .kmap_value = {%s}," % ", ".join(str(k) for k, _ in kmap))
                 out.append("    .kmap_kernel = {%s}," % ", ".join("PA_K_" + v for _, v in kmap))
             out.append("    .compute = PA_MAPR_%s," % c_ident(o.compute))

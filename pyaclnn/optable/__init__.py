@@ -20,7 +20,7 @@ Roles (elementwise families, one per parameter, in API order):
   a b c   kernel inputs (a tensor, or a scalar used as a constant input)
   o       the output;  ao / co: an in-place tensor, input a (c) and output
   p0..p3  a scalar or number passed to the kernel as a parameter
-  k       an int attribute choosing the kernel (``kernels=`` maps its values)
+  k       an int, bool or string attribute choosing the kernel (``kernels=`` maps its values)
   dt      a dtype attribute (the output dtype)
   -       not used by the kernel
 """

@@ -283,3 +283,54 @@ _map("Rsubs", "aclnn_rsub.h", T + "self, const aclScalar* other, const aclScalar
 _unary("IsFinite", "aclnn_isfinite.h", "ISFINITE", ALL12, None, outrule="any", compute="self", inplace=None)
 
 
+
+# ---- elementwise: activation gradients -------------------------------------
+# a = gradOutput, b = the saved forward input (or result); the kernels follow the vendor's GeluGrad,
+# SiluGrad, TanhGrad, ... (native/kernels/map/map_f32.inc); 16-bit inputs compute in fp32, rounded once.
+
+REAL = "f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool"
+_map("GeluBackward", "aclnn_gelu_backward.h", T + "gradOutput, const aclTensor* self, const aclTensor* gradInput",
+     "GELU_BACKWARD_TANH", "a b o", FLOAT3, FLOAT3,
+     note="the derivative of the tanh approximation (whatever torch's approximate), as the vendor's kernel")
+_map("GeluBackwardV2", "aclnn_gelu_backward_v2.h", T + "gradOutput, const aclTensor* self, char* approximate, "
+     "aclTensor* gradInput", None, "a b k o", FLOAT3, FLOAT3, outrule="compute",
+     kernels={"none": "GELU_BACKWARD_ERF", "tanh": "GELU_BACKWARD_TANH"},
+     note='approximate "none" (erf form) or "tanh"; gradInput dtype = the promoted dtype')
+_map("SiluBackward", "aclnn_silu_backward.h", T + "gradOutput, const aclTensor* self, aclTensor* gradInput",
+     "SILU_BACKWARD", "a b o", FLOAT3, FLOAT3, compute="self", outrule="same",
+     flags=("same_dtype_inputs", "no_broadcast"))
+_map("TanhBackward", "aclnn_tanh_backward.h", T + "gradOutput, const aclTensor* output, aclTensor* gradInput",
+     "TANH_BACKWARD", "a b o", FLOAT4, FLOAT4, compute="self", outrule="same", flags=("same_dtype_inputs",),
+     note="gradOutput * (1 - output^2)")
+_map("SigmoidBackward", "aclnn_sigmoid_backward.h", T + "gradOutput, const aclTensor* output, aclTensor* gradInput",
+     "SIGMOID_BACKWARD", "a b o", "f32 f16 f64 c64 c128 bf16", "f32 f16 f64 c64 c128 bf16",
+     note="gradOutput * (1 - output) * output")
+_map("ThresholdBackward", "aclnn_threshold_backward.h", T + "gradOutput, const aclTensor* self, "
+     "const aclScalar* threshold, aclTensor* out", "THRESHOLD_BACKWARD", "a b p0 o", "f32 s32 f16 s8 u8 bf16",
+     "f32 s32 f16 s8 u8 bf16", compute="float", outrule="same", dtypes={"threshold": ANY},
+     flags=("same_dtype_inputs",),
+     note="self <= threshold ? 0 : gradOutput, compared in fp32 (torch's relu backward)")
+_map("LeakyReluBackward", "aclnn_leaky_relu_backward.h", T + "gradOutput, const aclTensor* self, "
+     "const aclScalar* negativeSlope, bool selfIsResult, aclTensor* out", None, "a b p0 k o", FLOAT4, FLOAT4,
+     kernels={"*": "LEAKY_RELU_BACKWARD"}, dtypes={"negativeSlope": "f32 f16 f64 s32 s64 s8 u8 bool s16 bf16"},
+     flags=("result_nonneg",), note="selfIsResult needs negativeSlope >= 0")
+_map("HardswishBackward", "aclnn_hardswish_backward.h", T + "gradOutput, const aclTensor* self, aclTensor* out",
+     "HARDSWISH_BACKWARD", "a b o", FLOAT3, FLOAT3, compute="self", outrule="same",
+     flags=("same_dtype_inputs", "no_broadcast"))
+_map("HardsigmoidBackward", "aclnn_hardsigmoid_backward.h", T + "gradOutput, const aclTensor* self, aclTensor* out",
+     "HARDSIGMOID_BACKWARD", "a b o", FLOAT3, FLOAT3, flags=("no_broadcast",))
+_map("HardtanhBackward", "aclnn_hardtanh_backward.h", T + "gradOutput, const aclTensor* self, const aclScalar* min, "
+     "const aclScalar* max, aclTensor* out", "HARDTANH_BACKWARD", "a b p0 p1 o", FLOAT3, FLOAT3, compute="self",
+     outrule="same", dtypes={"min": ANY, "max": ANY}, flags=("same_dtype_inputs", "no_broadcast"))
+_map("SoftplusBackward", "aclnn_softplus_backward.h", T + "gradOutput, const aclTensor* self, const aclScalar* beta, "
+     "const aclScalar* threshold, aclTensor* gradInput", "SOFTPLUS_BACKWARD", "a b p0 p1 o", FLOAT4, FLOAT4,
+     compute="same_or_f32", outrule="any",
+     dtypes={"self": "s8 s16 s32 s64 u8 f16 f32 f64 bool bf16", "beta": ANY, "threshold": ANY},
+     flags=("no_broadcast",), note="computed in FLOAT unless both inputs share one of FLOAT, FLOAT16, BF16")
+_map("EluBackward", "aclnn_elu_backward.h", T + "gradOutput, const aclScalar* alpha, const aclScalar* scale, "
+     "const aclScalar* inputScale, bool isResult, const aclTensor* selfOrResult, aclTensor* gradInput", None,
+     "a p0 p1 p2 k b o", FLOAT3, FLOAT3, compute="self", kernels={1: "ELU_BACKWARD_RESULT", "*": "ELU_BACKWARD"},
+     dtypes={n: REAL for n in ("alpha", "scale", "inputScale")},
+     flags=("same_dtype_inputs", "no_broadcast", "result_nonneg"), note="isResult needs alpha >= 0")
+_map("MishBackward", "aclnn_mish_backward.h", T + "gradOutput, const aclTensor* self, aclTensor* gradInput",
+     "MISH_BACKWARD", "a b o", FLOAT3, FLOAT3)

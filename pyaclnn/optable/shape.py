@@ -30,6 +30,11 @@ _shape("ReflectionPad1d", "aclnn_reflection_pad1d.h", T + "self, const aclIntArr
 op("ConstantPadNd", "aclnn_constant_pad_nd.h", T + "self, const aclIntArray* pad, const aclScalar* value, "
    "aclTensor* out", family="op")
 op("Cat", "aclnn_cat.h", "const aclTensorList* tensors, int64_t dim, aclTensor* out", family="op")
+op("Stack", "aclnn_stack.h", "const aclTensorList* tensors, int64_t dim, aclTensor* out", family="op",
+   ins="s8 s16 s32 s64 u8 u16 u32 u64 f16 f32 bool f64 c64 c128 bf16",
+   outs="s8 s16 s32 s64 u8 u16 u32 u64 f16 f32 bool f64 c64 c128 bf16", max_rank=8,
+   flags=("optional:tensors", "optional:out"),
+   note="Cat's planner on views with a size-1 dim at dim; NULL tensors / out: 561103 as the vendor's")
 op("Arange", "aclnn_arange.h", "const aclScalar* start, const aclScalar* end, const aclScalar* step, aclTensor* out",
    family="shape", kernel="ARANGE", outs="f16 f32 f64 s32 s64 bf16",
    note="fills out (whatever its size) with start + i * step")

@@ -296,7 +296,11 @@ static void run_case(int64_t c, uint64_t seed, aclrtStream stream) {
         case 'd': a[i].i = (int64_t)k_dtypes[rnd(&r, 0, NDT - 1)]; break;
         case 'f': a[i].f = wild_double(&r); break;
         case 'b': a[i].b = chance(&r, 500); break;
-        case 'c': a[i].str = null ? NULL : (char *)(chance(&r, 500) ? "BSND" : "TND"); break;
+        case 'c': {
+            static const char *const strs[] = {"BSND", "TND", "none", "tanh"}; /* layouts, approximate modes */
+            a[i].str = null ? NULL : (char *)strs[rnd(&r, 0, 3)];
+            break;
+        }
         case 'u': { static uint64_t out; a[i].u = null ? NULL : &out; break; }
         default: break;
         }

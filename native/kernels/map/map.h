@@ -61,7 +61,22 @@
     X(ADDCMUL, 3)     /* a + p0 * b * c */                                                             \
     X(ADDCDIV, 3)     /* a + p0 * b / c */                                                             \
     X(LERP, 3)        /* a + c * (b - a) (torch's two-sided form) */                                  \
-    X(WHERE, 3)       /* a != 0 ? b : c */
+    X(WHERE, 3)       /* a != 0 ? b : c */                                                              \
+    /* activation gradients: a = gradOutput, b = the forward input (or result); the vendor kernels' forms */ \
+    X(GELU_BACKWARD_TANH, 2)   /* a * d/dx [x / (1 + exp(-1.5957691 (x + 0.044715 x^3)))] */               \
+    X(GELU_BACKWARD_ERF, 2)    /* a * (0.5 erf(x / sqrt 2) + 0.5 + x exp(-x^2 / 2) / sqrt(2 pi)) */       \
+    X(SILU_BACKWARD, 2)        /* a * s (1 + x (1 - s)), s = sigmoid(x) */                                 \
+    X(TANH_BACKWARD, 2)        /* a * (1 - y^2) (b = tanh's result y) */                                   \
+    X(SIGMOID_BACKWARD, 2)     /* (1 - y) * a * y (b = sigmoid's result y) */                              \
+    X(THRESHOLD_BACKWARD, 2)   /* x <= p0 ? 0 : a */                                                       \
+    X(LEAKY_RELU_BACKWARD, 2)  /* x > 0 ? a : a * p0 */                                                    \
+    X(HARDSWISH_BACKWARD, 2)   /* a * (x < -3 ? 0 : x > 3 ? 1 : x / 3 + 0.5) */                            \
+    X(HARDSIGMOID_BACKWARD, 2) /* 0 < x / 6 + 0.5 < 1 ? a / 6 : 0 */                                       \
+    X(HARDTANH_BACKWARD, 2)    /* p0 < x < p1 or x NaN ? a : 0 (min, max) */                               \
+    X(SOFTPLUS_BACKWARD, 2)    /* p0 x > p1 ? a : a / (1 + exp(-p0 x)) (beta, threshold) */                \
+    X(ELU_BACKWARD, 2)         /* x <= 0 ? a p2 p0 p1 exp(x p2) : a p1 (alpha, scale, inputScale) */       \
+    X(ELU_BACKWARD_RESULT, 2)  /* y <= 0 ? a p2 (y + p0 p1) : a p1 (b = elu's result y) */                 \
+    X(MISH_BACKWARD, 2)        /* a * (t + x sigmoid(x) (1 - t^2)), t = tanh(softplus(x)) */
 
 typedef enum pa_map_kernel {
 #define PA_MAP_ENUM(name, nin) PA_K_##name,

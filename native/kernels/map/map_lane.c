@@ -151,6 +151,9 @@ D3(ADDCMUL, a + P0 * b * c)
 D3(ADDCDIV, a + P0 * b / c)
 D3(LERP, fabs(c) < 0.5 ? fma(c, b - a, a) : fma(-(b - a), 1.0 - c, b))
 D3(WHERE, a != 0 ? b : c)
+D2(TANH_BACKWARD, fma(-b, b, 1.0) * a)
+D2(SIGMOID_BACKWARD, (1.0 - b) * a * b)
+D2(LEAKY_RELU_BACKWARD, b > 0 ? a : a * P0)
 
 #define PA_MAP_F64_ENTRY(name, nin) [PA_K_##name] = d_##name,
 const pa_map_f64_fn pa_map_f64_tab[PA_K_COUNT] = {
@@ -172,7 +175,8 @@ const pa_map_f64_fn pa_map_f64_tab[PA_K_COUNT] = {
     PA_MAP_F64_ENTRY(ELU, 1) PA_MAP_F64_ENTRY(SOFTPLUS, 1) PA_MAP_F64_ENTRY(THRESHOLD, 1)
     PA_MAP_F64_ENTRY(CLAMP, 1) PA_MAP_F64_ENTRY(CLAMP_T, 3) PA_MAP_F64_ENTRY(CLAMP_MIN_T, 2)
     PA_MAP_F64_ENTRY(CLAMP_MAX_T, 2) PA_MAP_F64_ENTRY(ADDCMUL, 3) PA_MAP_F64_ENTRY(ADDCDIV, 3)
-    PA_MAP_F64_ENTRY(LERP, 3) PA_MAP_F64_ENTRY(WHERE, 3)};
+    PA_MAP_F64_ENTRY(LERP, 3) PA_MAP_F64_ENTRY(WHERE, 3) PA_MAP_F64_ENTRY(TANH_BACKWARD, 2)
+    PA_MAP_F64_ENTRY(SIGMOID_BACKWARD, 2) PA_MAP_F64_ENTRY(LEAKY_RELU_BACKWARD, 2)};
 
 /* ---- int64 (wrapping) ---- */
 

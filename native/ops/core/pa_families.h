@@ -44,6 +44,7 @@ enum {
     PA_MAPR_SELF,                /* self's dtype */
     PA_MAPR_OUT,                 /* out's dtype */
     PA_MAPR_INTEGRAL, PA_MAPR_INTEGRAL_SCALAR, /* bitwise ops */
+    PA_MAPR_SAME_OR_F32,         /* the inputs' dtype if they share one of FLOAT / FLOAT16 / BF16, else FLOAT */
 };
 
 /* Output-dtype rules. */
@@ -53,6 +54,7 @@ enum {
     PA_MAPO_SAME,       /* out's dtype is self's */
     PA_MAPO_CAST_SELF,  /* CanCast(self, out) */
     PA_MAPO_DTYPE_ATTR, /* out's dtype is the dtype attribute */
+    PA_MAPO_COMPUTE,    /* out's dtype is the compute dtype */
 };
 
 /* Flags. */
@@ -62,6 +64,9 @@ enum {
 #define PA_MAPF_VALUE_ONE_ELEMENT 8u     /* input b (a value tensor) must hold one element */
 #define PA_MAPF_FILL0 16u
 #define PA_MAPF_FILL1 32u
+#define PA_MAPF_SAME_DTYPE_INPUTS 64u /* the tensor inputs share one dtype */
+#define PA_MAPF_NO_BROADCAST 128u     /* every tensor input has out's shape */
+#define PA_MAPF_RESULT_NONNEG 256u    /* the k attribute (isResult) true with p0 < 0 is an error */
 
 #define PA_MAP_MAX_ROLES 8
 
@@ -71,6 +76,7 @@ typedef struct pa_map_desc {
     int16_t nkmap;
     int64_t kmap_value[4];
     int16_t kmap_kernel[4];
+    const char *kmap_name[4]; /* a string attribute (role k): the values kmap_kernel stands for */
     uint8_t compute, outrule;
     uint32_t flags;
 } pa_map_desc;
@@ -84,6 +90,7 @@ int pa_run_map(const void *plan, void *workspace, uint64_t workspace_size);
     int pa_run_##name(const void *plan, void *workspace, uint64_t workspace_size);
 PA_OWN_OP(Cat)
 PA_OWN_OP(ConstantPadNd)
+PA_OWN_OP(Stack)
 #undef PA_OWN_OP
 
 #endif

@@ -6025,6 +6025,494 @@ PA_API aclnnStatus aclnnIsFinite(void *workspace, uint64_t workspaceSize, aclOpE
     return pa_executor_launch(&pa_op_IsFinite.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnGeluBackward ---- */
+static const pa_param pa_params_GeluBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_GeluBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_GeluBackward[] = {"gradInput"};
+static const pa_map_desc pa_map_GeluBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_GELU_BACKWARD_TANH,
+    .nkmap = 0,
+    .compute = PA_MAPR_PROMOTE,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_GeluBackward = {
+    .ws_api = "aclnnGeluBackwardGetWorkspaceSize",
+    .launch = {"aclnnGeluBackward", pa_run_map, pa_in_GeluBackward, pa_out_GeluBackward},
+    .params = pa_params_GeluBackward,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_GeluBackward,
+};
+PA_API aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        const aclTensor* gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_GeluBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGeluBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_GeluBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnGeluBackwardV2 ---- */
+static const pa_param pa_params_GeluBackwardV2[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"approximate", PA_P_STRING, PA_IN, 0, 0},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_GeluBackwardV2[] = {"gradOutput", "self"};
+static const char *const pa_out_GeluBackwardV2[] = {"gradInput"};
+static const pa_map_desc pa_map_GeluBackwardV2 = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_KERNEL, PA_ROLE_OUT},
+    .kernel = -1,
+    .nkmap = 2,
+    .kmap_name = {"none", "tanh"},
+    .kmap_kernel = {PA_K_GELU_BACKWARD_ERF, PA_K_GELU_BACKWARD_TANH},
+    .compute = PA_MAPR_PROMOTE,
+    .outrule = PA_MAPO_COMPUTE,
+    .flags = 0,
+};
+static const pa_op pa_op_GeluBackwardV2 = {
+    .ws_api = "aclnnGeluBackwardV2GetWorkspaceSize",
+    .launch = {"aclnnGeluBackwardV2", pa_run_map, pa_in_GeluBackwardV2, pa_out_GeluBackwardV2},
+    .params = pa_params_GeluBackwardV2,
+    .nparams = 4,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_GeluBackwardV2,
+};
+PA_API aclnnStatus aclnnGeluBackwardV2GetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        char* approximate, aclTensor* gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = approximate}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_GeluBackwardV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGeluBackwardV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_GeluBackwardV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSiluBackward ---- */
+static const pa_param pa_params_SiluBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_SiluBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_SiluBackward[] = {"gradInput"};
+static const pa_map_desc pa_map_SiluBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_SILU_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = PA_MAPF_SAME_DTYPE_INPUTS | PA_MAPF_NO_BROADCAST,
+};
+static const pa_op pa_op_SiluBackward = {
+    .ws_api = "aclnnSiluBackwardGetWorkspaceSize",
+    .launch = {"aclnnSiluBackward", pa_run_map, pa_in_SiluBackward, pa_out_SiluBackward},
+    .params = pa_params_SiluBackward,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_SiluBackward,
+};
+PA_API aclnnStatus aclnnSiluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        aclTensor* gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_SiluBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSiluBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SiluBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnTanhBackward ---- */
+static const pa_param pa_params_TanhBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"output", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_TanhBackward[] = {"gradOutput", "output"};
+static const char *const pa_out_TanhBackward[] = {"gradInput"};
+static const pa_map_desc pa_map_TanhBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_TANH_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = PA_MAPF_SAME_DTYPE_INPUTS,
+};
+static const pa_op pa_op_TanhBackward = {
+    .ws_api = "aclnnTanhBackwardGetWorkspaceSize",
+    .launch = {"aclnnTanhBackward", pa_run_map, pa_in_TanhBackward, pa_out_TanhBackward},
+    .params = pa_params_TanhBackward,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_TanhBackward,
+};
+PA_API aclnnStatus aclnnTanhBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output,
+        aclTensor* gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = output}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_TanhBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnTanhBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_TanhBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSigmoidBackward ---- */
+static const pa_param pa_params_SigmoidBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8030803) /* f32 f16 f64 c64 c128 bf16 */},
+    {"output", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8030803) /* f32 f16 f64 c64 c128 bf16 */},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8030803) /* f32 f16 f64 c64 c128 bf16 */},
+};
+static const char *const pa_in_SigmoidBackward[] = {"gradOutput", "output"};
+static const char *const pa_out_SigmoidBackward[] = {"gradInput"};
+static const pa_map_desc pa_map_SigmoidBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_SIGMOID_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_PROMOTE,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_SigmoidBackward = {
+    .ws_api = "aclnnSigmoidBackwardGetWorkspaceSize",
+    .launch = {"aclnnSigmoidBackward", pa_run_map, pa_in_SigmoidBackward, pa_out_SigmoidBackward},
+    .params = pa_params_SigmoidBackward,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_SigmoidBackward,
+};
+PA_API aclnnStatus aclnnSigmoidBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output,
+        aclTensor* gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = output}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_SigmoidBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSigmoidBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SigmoidBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnThresholdBackward ---- */
+static const pa_param pa_params_ThresholdBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800001f) /* f32 s32 f16 s8 u8 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800001f) /* f32 s32 f16 s8 u8 bf16 */},
+    {"threshold", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool c64 c128 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800001f) /* f32 s32 f16 s8 u8 bf16 */},
+};
+static const char *const pa_in_ThresholdBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_ThresholdBackward[] = {"out"};
+static const pa_map_desc pa_map_ThresholdBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_P0, PA_ROLE_OUT},
+    .kernel = PA_K_THRESHOLD_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_FLOAT,
+    .outrule = PA_MAPO_SAME,
+    .flags = PA_MAPF_SAME_DTYPE_INPUTS,
+};
+static const pa_op pa_op_ThresholdBackward = {
+    .ws_api = "aclnnThresholdBackwardGetWorkspaceSize",
+    .launch = {"aclnnThresholdBackward", pa_run_map, pa_in_ThresholdBackward, pa_out_ThresholdBackward},
+    .params = pa_params_ThresholdBackward,
+    .nparams = 4,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_ThresholdBackward,
+};
+PA_API aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        const aclScalar* threshold, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = threshold}, {.p = out}};
+    return pa_op_plan(&pa_op_ThresholdBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnThresholdBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ThresholdBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLeakyReluBackward ---- */
+static const pa_param pa_params_LeakyReluBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"negativeSlope", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s32 s64 s8 u8 bool s16 bf16 */},
+    {"selfIsResult", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_LeakyReluBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_LeakyReluBackward[] = {"out"};
+static const pa_map_desc pa_map_LeakyReluBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_P0, PA_ROLE_KERNEL, PA_ROLE_OUT},
+    .kernel = PA_K_LEAKY_RELU_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_PROMOTE,
+    .outrule = PA_MAPO_CAST,
+    .flags = PA_MAPF_RESULT_NONNEG,
+};
+static const pa_op pa_op_LeakyReluBackward = {
+    .ws_api = "aclnnLeakyReluBackwardGetWorkspaceSize",
+    .launch = {"aclnnLeakyReluBackward", pa_run_map, pa_in_LeakyReluBackward, pa_out_LeakyReluBackward},
+    .params = pa_params_LeakyReluBackward,
+    .nparams = 5,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_LeakyReluBackward,
+};
+PA_API aclnnStatus aclnnLeakyReluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        const aclScalar* negativeSlope, bool selfIsResult, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = negativeSlope}, {.b = selfIsResult}, {.p = out}};
+    return pa_op_plan(&pa_op_LeakyReluBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLeakyReluBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LeakyReluBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnHardswishBackward ---- */
+static const pa_param pa_params_HardswishBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_HardswishBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_HardswishBackward[] = {"out"};
+static const pa_map_desc pa_map_HardswishBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_HARDSWISH_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = PA_MAPF_SAME_DTYPE_INPUTS | PA_MAPF_NO_BROADCAST,
+};
+static const pa_op pa_op_HardswishBackward = {
+    .ws_api = "aclnnHardswishBackwardGetWorkspaceSize",
+    .launch = {"aclnnHardswishBackward", pa_run_map, pa_in_HardswishBackward, pa_out_HardswishBackward},
+    .params = pa_params_HardswishBackward,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_HardswishBackward,
+};
+PA_API aclnnStatus aclnnHardswishBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_HardswishBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnHardswishBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_HardswishBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnHardsigmoidBackward ---- */
+static const pa_param pa_params_HardsigmoidBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_HardsigmoidBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_HardsigmoidBackward[] = {"out"};
+static const pa_map_desc pa_map_HardsigmoidBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_HARDSIGMOID_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_PROMOTE,
+    .outrule = PA_MAPO_CAST,
+    .flags = PA_MAPF_NO_BROADCAST,
+};
+static const pa_op pa_op_HardsigmoidBackward = {
+    .ws_api = "aclnnHardsigmoidBackwardGetWorkspaceSize",
+    .launch = {"aclnnHardsigmoidBackward", pa_run_map, pa_in_HardsigmoidBackward, pa_out_HardsigmoidBackward},
+    .params = pa_params_HardsigmoidBackward,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_HardsigmoidBackward,
+};
+PA_API aclnnStatus aclnnHardsigmoidBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_HardsigmoidBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnHardsigmoidBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_HardsigmoidBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnHardtanhBackward ---- */
+static const pa_param pa_params_HardtanhBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"min", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool c64 c128 */},
+    {"max", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool c64 c128 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_HardtanhBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_HardtanhBackward[] = {"out"};
+static const pa_map_desc pa_map_HardtanhBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_P0, PA_ROLE_P1, PA_ROLE_OUT},
+    .kernel = PA_K_HARDTANH_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = PA_MAPF_SAME_DTYPE_INPUTS | PA_MAPF_NO_BROADCAST,
+};
+static const pa_op pa_op_HardtanhBackward = {
+    .ws_api = "aclnnHardtanhBackwardGetWorkspaceSize",
+    .launch = {"aclnnHardtanhBackward", pa_run_map, pa_in_HardtanhBackward, pa_out_HardtanhBackward},
+    .params = pa_params_HardtanhBackward,
+    .nparams = 5,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_HardtanhBackward,
+};
+PA_API aclnnStatus aclnnHardtanhBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        const aclScalar* min, const aclScalar* max, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = min}, {.p = max}, {.p = out}};
+    return pa_op_plan(&pa_op_HardtanhBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnHardtanhBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_HardtanhBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSoftplusBackward ---- */
+static const pa_param pa_params_SoftplusBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* s8 s16 s32 s64 u8 f16 f32 f64 bool bf16 */},
+    {"beta", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool c64 c128 */},
+    {"threshold", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8031fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool c64 c128 */},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_SoftplusBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_SoftplusBackward[] = {"gradInput"};
+static const pa_map_desc pa_map_SoftplusBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_P0, PA_ROLE_P1, PA_ROLE_OUT},
+    .kernel = PA_K_SOFTPLUS_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_SAME_OR_F32,
+    .outrule = PA_MAPO_ANY,
+    .flags = PA_MAPF_NO_BROADCAST,
+};
+static const pa_op pa_op_SoftplusBackward = {
+    .ws_api = "aclnnSoftplusBackwardGetWorkspaceSize",
+    .launch = {"aclnnSoftplusBackward", pa_run_map, pa_in_SoftplusBackward, pa_out_SoftplusBackward},
+    .params = pa_params_SoftplusBackward,
+    .nparams = 5,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_SoftplusBackward,
+};
+PA_API aclnnStatus aclnnSoftplusBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        const aclScalar* beta, const aclScalar* threshold, aclTensor* gradInput, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = beta}, {.p = threshold}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_SoftplusBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSoftplusBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SoftplusBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnEluBackward ---- */
+static const pa_param pa_params_EluBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"alpha", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8001fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool */},
+    {"scale", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8001fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool */},
+    {"inputScale", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8001fdf) /* f32 f16 bf16 f64 s8 u8 s16 u16 s32 u32 s64 u64 bool */},
+    {"isResult", PA_P_BOOL, PA_IN, 0, 0},
+    {"selfOrResult", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_EluBackward[] = {"gradOutput", "selfOrResult"};
+static const char *const pa_out_EluBackward[] = {"gradInput"};
+static const pa_map_desc pa_map_EluBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_P0, PA_ROLE_P1, PA_ROLE_P2, PA_ROLE_KERNEL, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_ELU_BACKWARD,
+    .nkmap = 1,
+    .kmap_value = {1},
+    .kmap_kernel = {PA_K_ELU_BACKWARD_RESULT},
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_CAST,
+    .flags = PA_MAPF_SAME_DTYPE_INPUTS | PA_MAPF_NO_BROADCAST | PA_MAPF_RESULT_NONNEG,
+};
+static const pa_op pa_op_EluBackward = {
+    .ws_api = "aclnnEluBackwardGetWorkspaceSize",
+    .launch = {"aclnnEluBackward", pa_run_map, pa_in_EluBackward, pa_out_EluBackward},
+    .params = pa_params_EluBackward,
+    .nparams = 7,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_EluBackward,
+};
+PA_API aclnnStatus aclnnEluBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclScalar* alpha,
+        const aclScalar* scale, const aclScalar* inputScale, bool isResult, const aclTensor* selfOrResult,
+        aclTensor* gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = alpha}, {.p = scale}, {.p = inputScale}, {.b = isResult}, {.p = selfOrResult}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_EluBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnEluBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_EluBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMishBackward ---- */
+static const pa_param pa_params_MishBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradInput", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_MishBackward[] = {"gradOutput", "self"};
+static const char *const pa_out_MishBackward[] = {"gradInput"};
+static const pa_map_desc pa_map_MishBackward = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_MISH_BACKWARD,
+    .nkmap = 0,
+    .compute = PA_MAPR_PROMOTE,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_MishBackward = {
+    .ws_api = "aclnnMishBackwardGetWorkspaceSize",
+    .launch = {"aclnnMishBackward", pa_run_map, pa_in_MishBackward, pa_out_MishBackward},
+    .params = pa_params_MishBackward,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_MishBackward,
+};
+PA_API aclnnStatus aclnnMishBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        aclTensor* gradInput, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = gradInput}};
+    return pa_op_plan(&pa_op_MishBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMishBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MishBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnReduceSum ---- */
 static const pa_param pa_params_ReduceSum[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f16 f32 s8 s16 s32 s64 u8 bool f64 c64 c128 bf16 */},
@@ -6949,6 +7437,31 @@ PA_API aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList* tensors, int64_
 }
 PA_API aclnnStatus aclnnCat(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
     return pa_executor_launch(&pa_op_Cat.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnStack ---- */
+static const pa_param pa_params_Stack[] = {
+    {"tensors", PA_P_TENSOR_LIST, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8031fdf) /* s8 s16 s32 s64 u8 u16 u32 u64 f16 f32 bool f64 c64 c128 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8031fdf) /* s8 s16 s32 s64 u8 u16 u32 u64 f16 f32 bool f64 c64 c128 bf16 */},
+};
+static const pa_op pa_op_Stack = {
+    .ws_api = "aclnnStackGetWorkspaceSize",
+    .launch = {"aclnnStack", pa_run_Stack, NULL, NULL},
+    .params = pa_params_Stack,
+    .nparams = 3,
+    .plan = pa_plan_Stack,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnStackGetWorkspaceSize(const aclTensorList* tensors, int64_t dim, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = tensors}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_Stack, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnStack(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Stack.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnArange ---- */

@@ -1,6 +1,9 @@
 /* The map family: every elementwise operator of the table (roles, dtype
  * rules and kernel in its pa_map_desc). validate -> plan (pa_map_args) ->
  * run (kernels/map/). */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/map/map_cvt.h"
@@ -167,6 +170,12 @@ static int compute_dtype(const map_call *c, aclDataType *compute, aclDataType *c
     case PA_MAPR_FLOAT_S64_F64: r = pa_dt_is_float(self) ? self : self == ACL_INT64 ? ACL_DOUBLE : ACL_FLOAT; break;
     case PA_MAPR_SELF_OR_F32: r = pa_dt_is_float(self) ? self : ACL_FLOAT; break;
     case PA_MAPR_SELF_OR_OUT: r = pa_dt_is_float(self) ? self : out; break;
+    case PA_MAPR_SAME_OR_F32: {
+        bool same = true;
+        for (int j = 0; j < PA_MAP_MAX_IN; j++) same = same && (c->t[j] == NULL || c->t[j]->dtype == self);
+        r = same && (self == ACL_FLOAT || self == ACL_FLOAT16 || self == ACL_BF16) ? self : ACL_FLOAT;
+        break;
+    }
     default: r = self; break;
     }
     if (rc != ACLNN_SUCCESS) return rc;
@@ -239,6 +248,12 @@ static int check_rules(const map_call *c, aclDataType compute, aclDataType check
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype must be the dtype of %s (%s), got %s", c->api,
                            c->out_name, c->in_name[0] ? c->in_name[0] : "self", pa_dtype_name(self),
                            pa_dtype_name(out));
+        }
+        break;
+    case PA_MAPO_COMPUTE:
+        if (out != compute) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype must be the promoted dtype %s, got %s", c->api,
+                           c->out_name, pa_dtype_name(compute), pa_dtype_name(out));
         }
         break;
     case PA_MAPO_DTYPE_ATTR:
@@ -325,6 +340,12 @@ static double round_to(double v, aclDataType dt) {
     pa_cvt_store_f(tmp, dt, v);
     return pa_cvt_load_f(tmp, dt);
 }
+/* v rounded to fp32, through a volatile: GCC 12's SLP vectorizer turns a pair of
+ * (double)(float) round trips into no-ops (at -O2 and -O3). */
+static double to_f32(double v) {
+    volatile float f = (float)v;
+    return (double)f;
+}
 static int64_t wrap_to(int64_t v, aclDataType dt) {
     char tmp[8] = {0};
     pa_cvt_store_i(tmp, dt, v);
@@ -368,6 +389,7 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
     c.kernel = c.d->kernel;
     c.dtype_attr = -1;
     int64_t kval = 0;
+    const char *kstr = NULL, *kname = NULL; /* a string attribute choosing the kernel */
     bool have_k = false;
     for (int i = 0; i < op->nparams; i++) {
         const pa_param *p = &op->params[i];
@@ -390,7 +412,11 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
             }
             break;
         }
-        case PA_ROLE_KERNEL: kval = a[i].i; have_k = true; break;
+        case PA_ROLE_KERNEL:
+            if (p->kind == PA_P_STRING) kstr = a[i].p, kname = p->name;
+            else kval = p->kind == PA_P_BOOL ? (int64_t)a[i].b : a[i].i;
+            have_k = true;
+            break;
         case PA_ROLE_DTYPE: c.dtype_attr = a[i].i; break;
         default: break;
         }
@@ -407,7 +433,19 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
     if (have_k) {
         int k = c.d->kernel;
         for (int m = 0; m < c.d->nkmap; m++) {
-            if (c.d->kmap_value[m] == kval) k = c.d->kmap_kernel[m];
+            const char *nm = c.d->kmap_name[m];
+            if (kstr != NULL ? nm != NULL && strcmp(nm, kstr) == 0 : c.d->kmap_value[m] == kval) {
+                k = c.d->kmap_kernel[m];
+            }
+        }
+        if (k < 0 && kstr != NULL) {
+            char list[96] = "";
+            for (int m = 0; m < c.d->nkmap; m++) {
+                const size_t at = strlen(list);
+                snprintf(list + at, sizeof list - at, "%s\"%s\"", m == 0 ? "" : m + 1 == c.d->nkmap ? " or " : ", ",
+                         c.d->kmap_name[m]);
+            }
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be %s, got \"%.64s\"", c.api, kname, list, kstr);
         }
         if (k < 0) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: mode must be 0 (true division), 1 (truncating) or 2 "
@@ -426,6 +464,22 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
             char s1[160];
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: value must hold exactly one element, got shape %s", c.api,
                            pa_shape_str(v->dims, v->ndim, s1, sizeof s1));
+        }
+    }
+    if (c.d->flags & PA_MAPF_NO_BROADCAST) {
+        const aclTensor *t0 = main_tensor(&c);
+        for (int j = 0; j < PA_MAP_MAX_IN; j++) {
+            const aclTensor *t = c.t[j];
+            bool same = t == NULL || t->ndim == t0->ndim;
+            for (int32_t i = 0; same && t != NULL && i < t->ndim; i++) same = t->dims[i] == t0->dims[i];
+            if (!same) {
+                char s1[160], s2[160];
+                const int j0 = t0 == c.t[0] ? 0 : t0 == c.t[1] ? 1 : 2;
+                return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                               "%s: %s shape %s must be the shape %s of %s (no broadcasting)", c.api, c.in_name[j],
+                               pa_shape_str(t->dims, t->ndim, s1, sizeof s1),
+                               pa_shape_str(t0->dims, t0->ndim, s2, sizeof s2), c.in_name[j0]);
+            }
         }
     }
     /* shapes: the inputs broadcast to out (in place: to selfRef's shape) */
@@ -456,10 +510,28 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
     }
     if (rc) return rc;
     /* dtypes */
+    if (c.d->flags & PA_MAPF_SAME_DTYPE_INPUTS) {
+        const aclTensor *t0 = main_tensor(&c);
+        for (int j = 0; j < PA_MAP_MAX_IN; j++) {
+            if (c.t[j] == NULL || c.t[j]->dtype == t0->dtype) continue;
+            const int j0 = t0 == c.t[0] ? 0 : t0 == c.t[1] ? 1 : 2;
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be the dtype of %s (%s)", c.api,
+                           c.in_name[j], pa_dtype_name(c.t[j]->dtype), c.in_name[j0], pa_dtype_name(t0->dtype));
+        }
+    }
     aclDataType compute = ACL_DT_UNDEFINED, check = ACL_DT_UNDEFINED;
     rc = compute_dtype(&c, &compute, &check);
     if (rc == 0) rc = check_rules(&c, compute, check);
     if (rc) return rc;
+    if ((c.d->flags & PA_MAPF_RESULT_NONNEG) && kval != 0 && c.ps[0] != NULL) {
+        /* the in-place forward with a negative slope loses the input's sign (Elu reads alpha as fp32) */
+        const double v = c.kernel == PA_K_ELU_BACKWARD_RESULT ? to_f32(pa_scalar_f(c.ps[0])) : pa_scalar_f(c.ps[0]);
+        if (v < 0) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must not be negative when the saved tensor is the "
+                           "forward's result (the in-place forward with a negative %s)", c.api, c.p_name[0],
+                           c.p_name[0]);
+        }
+    }
     if ((c.d->flags & PA_MAPF_MIN_LE_MAX) && c.ps[0] && c.ps[1]) {
         const bool bad = pa_scalar_is_float(c.ps[0]) ? pa_scalar_f(c.ps[0]) > pa_scalar_f(c.ps[1])
                                                       : pa_scalar_i(c.ps[0]) > pa_scalar_i(c.ps[1]);
@@ -559,9 +631,15 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
         }
         if (dom == PA_DOM_F32 && compute != ACL_FLOAT) g->p[0] = round_to(g->p[0], compute);
     }
-    if (kernel == PA_K_LEAKY_RELU || kernel == PA_K_ELU || kernel == PA_K_SOFTPLUS) {
+    if (kernel == PA_K_LEAKY_RELU || kernel == PA_K_ELU || kernel == PA_K_SOFTPLUS ||
+        kernel == PA_K_LEAKY_RELU_BACKWARD) {
         /* the vendor passes these as fp32 attributes */
-        for (int k = 0; k < 3; k++) g->p[k] = (double)(float)g->p[k];
+        for (int k = 0; k < 3; k++) g->p[k] = to_f32(g->p[k]);
+    }
+    if (kernel == PA_K_THRESHOLD_BACKWARD) {
+        /* the vendor's float attribute; within FLT_EPSILON of 0 it runs ReluGrad (threshold 0) */
+        g->p[0] = to_f32(g->p[0]);
+        if (fabs(g->p[0]) <= FLT_EPSILON) g->p[0] = 0;
     }
     pa_map_simplify(g);
     /* executor views: inputs in API order, then outputs */

@@ -138,12 +138,13 @@ static int plan_slice(const pa_op *op, const pa_arg *a, shape_plan *p) {
     if (end < 0) end += n;
     start = start < 0 ? 0 : start > n ? n : start;
     end = end < start ? start : end > n ? n : end;
-    const int64_t len = (end - start + step - 1) / step;
+    const int64_t len = end > start ? (end - start - 1) / step + 1 : 0; /* no overflow for a huge step */
     int64_t od[PA_MAX_DIMS], st[PA_MAX_DIMS];
     const pa_tview sv = pa_tview_of(self);
     for (int32_t i = 0; i < self->ndim; i++) {
         od[i] = i == d ? len : self->dims[i];
-        st[i] = i == d ? sv.strides[i] * step : sv.strides[i];
+        /* with 2+ elements the stride lies inside the view's storage; with fewer it is never used */
+        st[i] = i == d && len > 1 ? sv.strides[i] * step : sv.strides[i];
     }
     rc = want_shape(api, "out", out, self->ndim, od);
     if (rc) return rc;
