@@ -18,7 +18,7 @@ GM_INLINE __m256i gm_mask8(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
 }
 
-GM_INLINE void ukr_body(const gm_ukr *u, const int R) {
+GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
     const float *a = u->a, *b = u->b;
     const int64_t ldb = u->ldb, ldt = u->ldt;
     float *t = u->t;
@@ -62,7 +62,7 @@ GM_INLINE void ukr_body(const gm_ukr *u, const int R) {
     }
 }
 
-GM_INLINE void dot_body(const gm_ukr *u, const int R) {
+GM_INLINE void dot8_body(const gm_ukr *u, const int R) {
     const uint32_t *a = u->a;
     const uint32_t *b = u->b;
     const int64_t ldb = u->ldb, ldt = u->ldt;
@@ -110,18 +110,18 @@ GM_INLINE void dot_body(const gm_ukr *u, const int R) {
 }
 
 #define GM_INSTANCES(X) X(1) X(2) X(3) X(4) X(5) X(6)
-#define GM_UKR(R) static void ukr_##R(const gm_ukr *u) { ukr_body(u, R); }
-#define GM_DOT(R) static void dot_##R(const gm_ukr *u) { dot_body(u, R); }
+#define GM_UKR(R) static void u8_##R(const gm_ukr *u) { ukr8_body(u, R); }
+#define GM_DOT(R) static void d8_##R(const gm_ukr *u) { dot8_body(u, R); }
 GM_INSTANCES(GM_UKR)
 GM_INSTANCES(GM_DOT)
-#define GM_REF_UKR(R) ukr_##R,
-#define GM_REF_DOT(R) dot_##R,
+#define GM_REF_UKR(R) u8_##R,
+#define GM_REF_DOT(R) d8_##R,
 typedef void (*gm_ukr_fn)(const gm_ukr *u);
-static const gm_ukr_fn k_ukr[MR + 1] = {NULL, GM_INSTANCES(GM_REF_UKR)};
-static const gm_ukr_fn k_dot[MR + 1] = {NULL, GM_INSTANCES(GM_REF_DOT)};
+static const gm_ukr_fn k_ukr8[MR + 1] = {NULL, GM_INSTANCES(GM_REF_UKR)};
+static const gm_ukr_fn k_dot8[MR + 1] = {NULL, GM_INSTANCES(GM_REF_DOT)};
 
-static void ukr256(const gm_ukr *u) { k_ukr[u->mr](u); }
-static void dot256(const gm_ukr *u) { k_dot[u->mr](u); }
+static void ukr256(const gm_ukr *u) { k_ukr8[u->mr](u); }
+static void dot256(const gm_ukr *u) { k_dot8[u->mr](u); }
 
 /* ---- the epilogue (fp32 and fp16 outputs vectorised; the rest generic) ---- */
 
@@ -204,4 +204,13 @@ const gm_tier pa_gemm_tier_avx2 = {
     .pack_b_dot = pack_b_dot256,
 };
 
+#undef MR
+#undef NR
+#undef GM_DAZ_FTZ
+#undef GM_INLINE
+#undef GM_INSTANCES
+#undef GM_UKR
+#undef GM_DOT
+#undef GM_REF_UKR
+#undef GM_REF_DOT
 #endif

@@ -394,4 +394,15 @@ const gm_tier pa_gemm_tier_avx512bf16 = {
     .pack_b_dot = pack_b_dot512,
 };
 
+#undef MR
+#undef NR
+#undef GM_DAZ_FTZ
+#undef GM_INLINE
+#undef GM_INSTANCES
+#undef GM_UKR
+#undef GM_EMU
+#undef GM_BF
+#undef GM_REF_UKR
+#undef GM_REF_EMU
+#undef GM_REF_BF
 #endif
