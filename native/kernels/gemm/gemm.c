@@ -393,6 +393,11 @@ static void gm_unit_plain(const gm_job *J, const gm_ops *o, int64_t i0, int64_t 
     }
 }
 
+/* k rows per block when B is read in place */
+#define GM_DIRECT_KC 4
+/* at most this many rows of A read B in place */
+#define GM_DIRECT_M 4
+
 static void gm_unit(const gm_job *J, int64_t u) {
     const pa_gemm_args *g = J->g;
     const gm_tier *t = J->t;
@@ -400,14 +405,16 @@ static void gm_unit(const gm_job *J, int64_t u) {
     const int64_t ib = u % J->nbm, jb = (u / J->nbm) % J->nbn, bi = u / J->nbm / J->nbn;
     const int64_t i0 = ib * J->mc, i1 = i0 + J->mc < g->m ? i0 + J->mc : g->m;
     const int64_t j0 = jb * J->nc, j1 = j0 + J->nc < g->n ? j0 + J->nc : g->n;
-    const int64_t K = g->k, KC = J->dot ? 2 * t->kc : t->kc; /* k values per block (dot: kc pairs) */
     gm_ops o;
     gm_resolve(g, bi, &o);
+    /* B in place: an fp32 row-major B read by few A panels, in short k blocks
+     * so that each block streams a few whole rows of B (a GEMV's access) */
+    const bool direct_b = !J->dot && o.b.dt == PA_GEMM_F32 && !o.b.nz && o.b.cs == 1 &&
+                          g->in_round == PA_GEMM_F32 && (i1 - i0) <= GM_DIRECT_M;
+    const int64_t K = g->k;
+    const int64_t KC = direct_b ? GM_DIRECT_KC : J->dot ? 2 * t->kc : t->kc; /* k values per block */
     const int64_t ncols = j1 - j0, ncols_pad = (ncols + NR - 1) / NR * NR;
     const bool multi = K > KC;
-    /* B in place: an fp32 row-major B read by few A panels */
-    const bool direct_b = !J->dot && o.b.dt == PA_GEMM_F32 && !o.b.nz && o.b.cs == 1 &&
-                          g->in_round == PA_GEMM_F32 && (i1 - i0) <= 2 * MR;
     const bool use_acc = !J->direct_c && multi;
     const size_t kslots = (size_t)(J->dot ? KC / 2 : KC); /* packed rows per block */
     const size_t a_bytes = (size_t)MR * kslots * 4;
@@ -456,6 +463,7 @@ static void gm_unit(const gm_job *J, int64_t u) {
             for (int64_t jp = j0; jp < j1; jp += NR) {
                 const int nr = j1 - jp < NR ? (int)(j1 - jp) : NR;
                 gm_ukr uk;
+                uk.pf = 0;
                 uk.a = ap;
                 uk.mr = mr;
                 uk.nr = nr;
@@ -520,10 +528,19 @@ void pa_gemm_on(const pa_gemm_args *g, pa_isa isa) {
     int64_t mc = J.t->mc, nc = J.t->nc;
     if (mc > g->m) mc = gm_ceil(g->m, MR) * MR;
     if (nc > g->n) nc = gm_ceil(g->n, NR) * NR;
-    /* enough units to keep every thread busy, none smaller than ~2^18 multiply-adds */
     const int threads = pa_num_threads();
+    bool gemv = false;
+    if (!J.dot && g->b.dt == PA_GEMM_F32 && !g->b.nz && g->b.cs == 1 && g->in_round == PA_GEMM_F32 &&
+        g->m <= GM_DIRECT_M && NB < threads) {
+        /* B read in place (a GEMV's shape): one wide column block per thread, so
+         * that each k block streams long row segments */
+        mc = gm_ceil(g->m, MR) * MR;
+        nc = gm_ceil(gm_ceil(g->n, threads > 1 ? threads : 1), NR) * NR;
+        gemv = true;
+    }
+    /* enough units to keep every thread busy, none smaller than ~2^18 multiply-adds */
     const double work = (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)NB;
-    int64_t want = threads > 1 ? 4 * (int64_t)threads : 1;
+    int64_t want = threads > 1 ? (gemv ? threads : 4 * (int64_t)threads) : 1;
     const int64_t max_units = (int64_t)(work / 262144.0) + 1;
     if (want > max_units) want = max_units;
     for (;;) {

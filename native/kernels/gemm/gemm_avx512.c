@@ -31,7 +31,22 @@ GM_INLINE void ukr_body(const gm_ukr *u, const int R) {
         c1[r] = u->load ? _mm512_maskz_loadu_ps(m1, t + r * ldt + 16) : _mm512_setzero_ps();
     }
     const int64_t k = u->k;
-    if (u->bfull) {
+    if (u->bfull && u->pf > 0) {
+        const int64_t pfo = u->pf * ldb;
+        for (int64_t p = 0; p < k; p++) {
+            _mm_prefetch((const char *)(b + pfo), _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + pfo + 16), _MM_HINT_T0);
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+            for (int r = 0; r < R; r++) {
+                const __m512 av = _mm512_set1_ps(a[r]);
+                c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+                c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+            }
+            a += MR;
+            b += ldb;
+        }
+    } else if (u->bfull) {
         for (int64_t p = 0; p < k; p++) {
             const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
@@ -260,15 +275,24 @@ static int pack_b512(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, i
     const size_t es = b->dt == PA_GEMM_F32 ? 4 : 2;
     const char *base = (const char *)b->p;
     if (b->cs == 1) {
-        for (int64_t jp = 0; jp < ncols; jp += NR) {
-            const int nr = ncols - jp < NR ? (int)(ncols - jp) : NR;
-            const __mmask16 m0 = gm_mask(nr), m1 = gm_mask(nr - 16);
-            float *panel = dst + jp * kc;
-            const int64_t first = b->off + p0 * b->rs + j0 + jp;
-            for (int64_t p = 0; p < kc; p++) {
-                const char *src = base + (first + p * b->rs) * (int64_t)es;
-                _mm512_storeu_ps(panel + p * NR, gm_load16(b->dt, src, m0));
-                _mm512_storeu_ps(panel + p * NR + 16, gm_load16(b->dt, src + 16 * es, m1));
+        /* row by row (one sequential stream through B), each row into every panel */
+        const int64_t full = ncols / NR * NR;
+        for (int64_t p = 0; p < kc; p++) {
+            const char *src = base + (b->off + (p0 + p) * b->rs + j0) * (int64_t)es;
+            float *row = dst + p * NR;
+            int64_t jp = 0;
+            if (b->dt == PA_GEMM_F32) {
+                for (; jp < full; jp += NR) {
+                    const float *s = (const float *)src + jp;
+                    _mm512_storeu_ps(row + jp * kc, _mm512_loadu_ps(s));
+                    _mm512_storeu_ps(row + jp * kc + 16, _mm512_loadu_ps(s + 16));
+                }
+            }
+            for (; jp < ncols; jp += NR) {
+                const int nr = ncols - jp < NR ? (int)(ncols - jp) : NR;
+                const char *s = src + jp * (int64_t)es;
+                _mm512_storeu_ps(row + jp * kc, gm_load16(b->dt, s, gm_mask(nr)));
+                _mm512_storeu_ps(row + jp * kc + 16, gm_load16(b->dt, s + 16 * es, gm_mask(nr - 16)));
             }
         }
         return 1;

@@ -32,6 +32,7 @@ typedef struct gm_ukr {
     int32_t load;     /* 1: the chain continues from t */
     int32_t mr, nr;
     int32_t bfull;    /* b has NR readable columns (packed, zero-padded) */
+    int32_t pf;       /* > 0: prefetch row p + pf of b while reading row p (B read in place) */
 } gm_ukr;
 
 /* The output side of a unit: C, the bias and the epilogue, resolved for one batch. */
