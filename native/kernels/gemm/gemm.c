@@ -397,6 +397,8 @@ static void gm_unit_plain(const gm_job *J, const gm_ops *o, int64_t i0, int64_t 
 #define GM_DIRECT_KC 4
 /* at most this many rows of A read B in place */
 #define GM_DIRECT_M 4
+/* at most this many rows of A take the fused GEMV of a dequantised B */
+#define GM_QGEMV_M 4
 
 static void gm_unit(const gm_job *J, int64_t u) {
     const pa_gemm_args *g = J->g;
@@ -416,13 +418,35 @@ static void gm_unit(const gm_job *J, int64_t u) {
     const int64_t ncols = j1 - j0, ncols_pad = (ncols + NR - 1) / NR * NR;
     const bool multi = K > KC;
     const bool use_acc = !J->direct_c && multi;
+    /* int8 / int4 weights stored [n, k] times a few rows: the fused GEMV */
+    const bool qgemv = t->gemv_q != NULL && (o.b.dt == PA_GEMM_S8 || o.b.dt == PA_GEMM_S4) && !o.b.nz &&
+                       o.b.rs == 1 && g->in_round == PA_GEMM_F32 && i1 - i0 <= GM_QGEMV_M && K > 0;
     const size_t kslots = (size_t)(J->dot ? KC / 2 : KC); /* packed rows per block */
     const size_t a_bytes = (size_t)MR * kslots * 4;
     const size_t b_bytes = direct_b ? 0 : kslots * (size_t)ncols_pad * 4;
     const size_t acc_bytes = use_acc ? (size_t)(i1 - i0) * (size_t)ncols * 4 : 0;
-    char *mem = K > 0 ? gm_scratch(a_bytes + b_bytes + acc_bytes + 128) : NULL;
+    char *mem = K > 0 ? gm_scratch(qgemv ? (size_t)GM_QGEMV_M * (size_t)K * 4 + 128 : a_bytes + b_bytes + acc_bytes + 128)
+                      : NULL;
     if (K > 0 && mem == NULL) {
         gm_unit_plain(J, &o, i0, i1, j0, j1);
+        return;
+    }
+    if (qgemv) {
+        /* a few rows of A times a dequantised weight stored [n, k]: A's rows as fp32,
+         * then 16 columns at a time over all of k */
+        float *arow = (float *)mem;
+        for (int64_t i = i0; i < i0 + GM_QGEMV_M; i++) {
+            for (int64_t p = 0; p < K; p++) arow[(i - i0) * K + p] = i < i1 ? gm_aval(&o.a, PA_GEMM_F32, i, p) : 0.0f;
+        }
+        float tile[4 * 16] __attribute__((aligned(64)));
+        for (int64_t jp = j0; jp < j1; jp += 16) {
+            const int nc = j1 - jp < 16 ? (int)(j1 - jp) : 16;
+            if (!t->gemv_q(arow, K, (int)(i1 - i0), &o.b, &o.q, K, jp, nc, tile)) {
+                gm_unit_plain(J, &o, i0, i1, jp, jp + nc);
+                continue;
+            }
+            t->store(&o.e, tile, 16, i0, jp, (int)(i1 - i0), nc);
+        }
         return;
     }
     float *ap = (float *)mem;
@@ -448,16 +472,23 @@ static void gm_unit(const gm_job *J, int64_t u) {
                 gm_pack_b_dot(&o.b, p0, kc, j0, ncols, NR, (uint32_t *)bp);
             }
         } else if (!direct_b) {
-            if (o.b.dt > PA_GEMM_BF16 || g->in_round != PA_GEMM_F32 ||
-                !t->pack_b(&o.b, p0, kc, j0, ncols, NR, bp)) {
-                gm_pack_b(&o.b, &o.q, g->in_round, p0, kc, j0, ncols, NR, bp);
+            bool done = false;
+            if (g->in_round == PA_GEMM_F32) {
+                if (o.b.dt > PA_GEMM_BF16) {
+                    done = t->pack_bq != NULL && t->pack_bq(&o.b, &o.q, p0, kc, j0, ncols, bp);
+                } else {
+                    done = t->pack_b(&o.b, p0, kc, j0, ncols, NR, bp);
+                }
             }
+            if (!done) gm_pack_b(&o.b, &o.q, g->in_round, p0, kc, j0, ncols, NR, bp);
         }
         for (int64_t ip = i0; ip < i1; ip += MR) {
             const int mr = i1 - ip < MR ? (int)(i1 - ip) : MR;
             if (J->dot) {
-                gm_pack_a_dot(&o.a, ip, mr, MR, p0, kc, (uint32_t *)ap);
-            } else {
+                if (t->pack_a_dot == NULL || !t->pack_a_dot(&o.a, ip, mr, p0, kc, (uint32_t *)ap)) {
+                    gm_pack_a_dot(&o.a, ip, mr, MR, p0, kc, (uint32_t *)ap);
+                }
+            } else if (g->in_round != PA_GEMM_F32 || t->pack_a == NULL || !t->pack_a(&o.a, ip, mr, p0, kc, ap)) {
                 gm_pack_a(&o.a, g->in_round, ip, mr, MR, p0, kc, ap);
             }
             for (int64_t jp = j0; jp < j1; jp += NR) {
@@ -532,11 +563,17 @@ void pa_gemm_on(const pa_gemm_args *g, pa_isa isa) {
     bool gemv = false;
     if (!J.dot && g->b.dt == PA_GEMM_F32 && !g->b.nz && g->b.cs == 1 && g->in_round == PA_GEMM_F32 &&
         g->m <= GM_DIRECT_M && NB < threads) {
+        gemv = true;
+    }
+    if ((g->b.dt == PA_GEMM_S8 || g->b.dt == PA_GEMM_S4) && !g->b.nz && g->b.rs == 1 && g->m <= GM_QGEMV_M &&
+        NB < threads) {
+        gemv = true;
+    }
+    if (gemv) {
         /* B read in place (a GEMV's shape): one wide column block per thread, so
          * that each k block streams long row segments */
         mc = gm_ceil(g->m, MR) * MR;
         nc = gm_ceil(gm_ceil(g->n, threads > 1 ? threads : 1), NR) * NR;
-        gemv = true;
     }
     /* enough units to keep every thread busy, none smaller than ~2^18 multiply-adds */
     const double work = (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) * (double)NB;

@@ -63,8 +63,17 @@ typedef struct gm_tier {
     int (*pack_b)(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, int nr, float *dst);
     int (*pack_b_dot)(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, int nr,
                       uint32_t *dst);
-    /* the dot chain needs MXCSR DAZ + FTZ around ukr_dot (the FMA tiers) */
-    int32_t dot_daz;
+    /* a dequantised (S8 / S4) B block, as pack_b */
+    int (*pack_bq)(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0, int64_t ncols,
+                   float *dst);
+    /* the product of mr (<= 4) fp32 rows a (row stride lda) with nc (<= 16) columns
+     * j.. of a dequantised B whose columns are contiguous along k (rs == 1), over
+     * all k: tile[r*16 + c] (NULL: the tier has none; 0: not this layout) */
+    int (*gemv_q)(const float *a, int64_t lda, int mr, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t k,
+                  int64_t j, int nc, float *tile);
+    /* A panel packers (mr rows from i0, kc values from p0; MR-strided): 1 when done, 0 to fall back */
+    int (*pack_a)(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64_t kc, float *dst);
+    int (*pack_a_dot)(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64_t kc, uint32_t *dst);
 } gm_tier;
 
 extern const gm_tier pa_gemm_tier_scalar;
