@@ -114,7 +114,8 @@ static int mm_check_int4(const char *api, const char *name, const aclTensor *t) 
             if (last > PA_MAX_STORAGE_BYTES) bad = true;
         }
     }
-    if (bad || (empty ? t->offset > storage : last >= storage)) {
+    /* as for every view (pa_tensor_check_view): a storage counted from the view's offset is accepted */
+    if (bad || (empty ? t->offset > storage : last - t->offset >= storage)) {
         return pa_fail(ACLNN_ERR_PARAM_INVALID,
                        "%s: %s (INT4, shape %s, strides %s, offset %lld nibbles) is not inside its storage of %lld "
                        "nibbles",
