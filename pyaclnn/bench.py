@@ -670,6 +670,154 @@ def bench_reduce(shape, dims, dt_name, runs, rng, with_torch):
     return res
 
 
+# ---------------------------------------------------------------- matrix products (mm)
+def _blocked_median_times(fns, runs: int, rounds: int = 3, rest: float = 0.25) -> list[float]:
+    """Median time of each function over `runs` calls, taken in `rounds` blocks: each
+    function runs its block of calls back to back after a rest, and the functions
+    take turns block by block. The peers' thread pools (OpenBLAS, OpenMP) keep
+    spinning for a while after each call, so calls interleaved one by one would
+    lose the cores to whatever ran before them; the rest lets them sleep, and the
+    turns spread a noisy stretch of the machine over every function."""
+    per = max(1, -(-runs // rounds))
+    times = [[] for _ in fns]
+    for fn in fns:
+        fn()
+    for _ in range(rounds):
+        for fn, ts in zip(fns, times):
+            time.sleep(rest)
+            fn()
+            for _ in range(per):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) for ts in times]
+
+
+def bench_mm(m, k, n, dt_name, runs, rng, with_torch, peak_probe=None):
+    """aclnnMm on an [m, k] x [k, n] product (a repeatable executor on device
+    buffers), numpy's matmul (fp32) and torch's (out=) on the same operands, timed
+    in turn within every repeat (with `peak_probe` last when given)."""
+    dt = DTYPES[dt_name]
+    a32 = rng.standard_normal((m, k), dtype=np.float32)
+    b32 = rng.standard_normal((k, n), dtype=np.float32)
+    a, b = a32.astype(dt), b32.astype(dt)
+    ta, tb, to = pyaclnn.Tensor(a), pyaclnn.Tensor(b), pyaclnn.Tensor.empty((m, n), dt)
+    launch, destroy = _plan_op("Mm", ta, tb, to, 0)
+    fns, names = [launch], ["ours"]
+    if dt_name == "fp32":
+        out_np = np.empty((m, n), np.float32)
+        fns.append(lambda: np.matmul(a32, b32, out=out_np))
+        names.append("numpy")
+    if with_torch and torch is not None:
+        tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
+        xa, xb = torch.from_numpy(a32).to(tdt), torch.from_numpy(b32).to(tdt)
+        xo = torch.empty((m, n), dtype=tdt)
+        fns.append(lambda: torch.matmul(xa, xb, out=xo))
+        names.append("torch")
+    if peak_probe is not None:
+        fns.append(peak_probe)
+    try:
+        with torch.no_grad() if torch is not None else _null():
+            times = _blocked_median_times(fns, runs)
+    finally:
+        destroy()
+        for t in (ta, tb, to):
+            t.close()
+    flops = 2.0 * m * n * k
+    res = {"flops": flops}
+    for nm, t in zip(names, times):
+        res[nm + "_s"] = t
+        res[nm + "_gflops"] = flops / t / 1e9
+    if peak_probe is not None and peak_probe.samples:
+        res["peak_gflops"] = statistics.median(peak_probe.samples)
+    return res
+
+
+def bench_wqbmm(k, n, wdt, runs, rng):
+    """aclnnWeightQuantBatchMatmulV2 for one token (m = 1, decode) as ggml-cann calls
+    it: an fp16 x, an int8 (or packed int4) [n, k] weight passed transposed, fp16
+    scales per group of 32; bytes = the weight's and the scales'."""
+    from ._ffi import ffi, lib
+    x = pyaclnn.Tensor(rng.standard_normal((1, k)).astype(np.float16))
+    scale_np = rng.uniform(0.001, 0.01, (n, k // 32)).astype(np.float16)
+    scale = pyaclnn.Tensor(scale_np.T)            # [k/32, n], transposed view
+    y = pyaclnn.Tensor.empty((1, n), np.float16)
+    handles = []
+    if wdt == "int8":
+        w = pyaclnn.Tensor(rng.integers(-128, 128, (n, k)).astype(np.int8).T)
+        wh, wbytes = w.handle, n * k
+    else:  # int4: two per byte, element 2e in the low nibble (ggml-cann's Q4_0 layout)
+        w = pyaclnn.Tensor(rng.integers(0, 256, (n, k // 2)).astype(np.uint8))
+        dims, strides, storage = ffi.new("int64_t[]", [k, n]), ffi.new("int64_t[]", [1, k]), ffi.new("int64_t[]", [n * k])
+        wh = lib.aclCreateTensor(dims, 2, lib.ACL_INT4, strides, 0, lib.ACL_FORMAT_ND, storage, 1, w.buffer.cdata)
+        handles.append(wh)
+        wbytes = n * k // 2
+    from ._errors import check
+    ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    check(lib.aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(x.handle, wh, scale.handle, ffi.NULL, ffi.NULL, ffi.NULL,
+                                                            ffi.NULL, 32, y.handle, ws, ex),
+          "aclnnWeightQuantBatchMatmulV2GetWorkspaceSize")
+    check(lib.aclSetAclOpExecutorRepeatable(ex[0]), "aclSetAclOpExecutorRepeatable")
+    stream = pyaclnn.Stream()
+
+    def launch():
+        check(lib.aclnnWeightQuantBatchMatmulV2(ffi.NULL, 0, ex[0], stream.handle), "aclnnWeightQuantBatchMatmulV2")
+        stream.synchronize()
+    try:
+        t = _blocked_median_times([launch], runs)[0]
+    finally:
+        lib.aclDestroyAclOpExecutor(ex[0])
+        stream.close()
+        for h in handles:
+            lib.aclDestroyTensor(h)
+        for tt in (x, scale, y, w):
+            tt.close()
+    nbytes = wbytes + scale_np.nbytes
+    return {"ours_s": t, "bytes": nbytes, "gbps": nbytes / t / 1e9}
+
+
+def _mm_rows(args, runs, rng, with_torch, threads, tmp, triad, peak, rows, results):
+    """The mm group: fp32 Mm against the faster of numpy (OpenBLAS) and torch; bf16 Mm
+    against the bf16 dot-product peak (measured between the launches) and torch's bf16
+    matmul; the decode-shaped WeightQuantBatchMatmulV2 against the triad."""
+    big = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 1024, 4096)]
+    skinny = [(1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096)]
+    if args.quick:
+        big = big[:2]
+    mm_runs = max(3, runs // 2) if not args.quick else 3
+    for (m, k, n) in big + skinny:
+        r = bench_mm(m, k, n, "fp32", mm_runs, rng, with_torch)
+        label = f"Mm fp32 {m}x{k} @ {k}x{n}"
+        results["cases"][label] = r
+        peers = [r[p + "_s"] for p in ("numpy", "torch") if p + "_s" in r]
+        best = min(peers) if peers else None
+        ratio = best / r["ours_s"] if best else None
+        rows.append(_row(label, r["ours_s"] * 1e3, best * 1e3 if best else None, ratio,
+                         f"{r['ours_gflops']:.1f} GFLOP/s", None, ">= 0.9x best of numpy/torch",
+                         ratio is not None and ratio >= 0.9))
+    have_bf16 = pyaclnn.runtime_info().get("avx512bf16")
+    for (m, k, n) in (big if have_bf16 else []):
+        probe = bf16_peak_probe(threads, tmp)
+        r = bench_mm(m, k, n, "bf16", mm_runs, rng, with_torch, probe)
+        label = f"Mm bf16 {m}x{k} @ {k}x{n}"
+        results["cases"][label] = r
+        pk = r.get("peak_gflops", peak)
+        frac = r["ours_gflops"] / pk
+        rows.append(_row(label, r["ours_s"] * 1e3, None, None, f"{r['ours_gflops']:.1f} GFLOP/s", frac,
+                         ">= 75% bf16 pk", frac >= 0.75))
+        if "torch_s" in r:
+            ratio = r["torch_s"] / r["ours_s"]
+            rows.append(_row("  vs torch bf16 matmul", r["ours_s"] * 1e3, r["torch_s"] * 1e3, ratio, "", None,
+                             ">= 0.9x", ratio >= 0.9))
+    for wdt in ("int8", "int4"):
+        r = bench_wqbmm(4096, 4096, wdt, runs, rng)
+        label = f"WeightQuantBatchMatmulV2 {wdt} m=1 4096x4096 g32"
+        results["cases"][label] = r
+        frac = r["gbps"] / triad
+        rows.append(_row(label, r["ours_s"] * 1e3, None, None, f"{r['gbps']:.1f} GB/s", frac, ">= 70% triad",
+                         frac >= 0.70))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pyaclnn.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -677,9 +825,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write all figures as JSON")
     ap.add_argument("--threads", type=int, default=0, help="kernel threads (default: all usable)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peers")
-    ap.add_argument("--only", action="append", choices=("smsb", "smsf", "nsa", "overhead", "ew", "reduce"),
+    ap.add_argument("--only", action="append",
+                    choices=("smsb", "smsf", "nsa", "overhead", "ew", "reduce", "mm"),
                     help="run only these groups (repeatable): softmax backward / forward, NSA, small-op "
-                         "overhead, elementwise operators, reductions")
+                         "overhead, elementwise operators, reductions, matrix products")
     ap.add_argument("--e2e", action="store_true",
                     help="only the end-to-end rows (numpy in, numpy out through pyaclnn.ops) with the "
                          "op-only and PyTorch rows they are compared with")
@@ -707,10 +856,11 @@ def main(argv=None) -> int:
             _e2e_cases(args, runs, rng, with_torch, rows, results)
             results["rows"] = rows
             return _finish(rows, results, args)
-        want = set(args.only or ("smsb", "smsf", "nsa", "overhead", "ew", "reduce"))
+        want = set(args.only or ("smsb", "smsf", "nsa", "overhead", "ew", "reduce", "mm"))
         triad = triad_gbps(threads, args.quick, tmp)
         sgemm = sgemm_gflops(threads, args.quick) if "nsa" in want else float("nan")
-        peak, fma, peak_kind = dot_peaks(threads, args.quick, tmp) if "nsa" in want else (float("nan"),) * 2 + ("",)
+        peak, fma, peak_kind = dot_peaks(threads, args.quick, tmp) if want & {"nsa", "mm"} else \
+            (float("nan"),) * 2 + ("",)
         print(f"machine limits: STREAM triad {triad:.1f} GB/s ({threads} threads);"
               f" numpy sgemm 4096^3 {sgemm:.1f} GFLOP/s; bf16 dot-product peak {peak:.1f} GFLOP/s,"
               f" fp32 FMA peak {fma:.1f} GFLOP/s ({peak_kind})")
@@ -879,6 +1029,9 @@ def main(argv=None) -> int:
             rows.append(_row(f"NSA scaling T1={sweep} sparse 0", None, None, None,
                              " / ".join(f"{1e12 * p:.2f}" for p in per_flop) + f" ps/FLOP (max dev {spread:.0%})", None,
                              "within +-20%", spread <= 0.20))
+
+        if "mm" in groups:
+            _mm_rows(args, runs, rng, with_torch, threads, tmp, triad, peak, rows, results)
 
         us = small_op_overhead_us(tmp, args.quick) if "overhead" in groups else None
         if us is not None:

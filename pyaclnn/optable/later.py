@@ -7,24 +7,12 @@ T = "const aclTensor* "
 # ---- the operators of later issues: declared and exported, not implemented ---
 
 LATER = [
-    # matmul (issue 24)
-    ("Mm", "aclnn_mm.h", T + "self, const aclTensor* mat2, aclTensor* out, int8_t cubeMathType", 24),
-    ("BatchMatMul", "aclnn_batch_matmul.h", T + "self, const aclTensor* mat2, aclTensor* out, int8_t cubeMathType",
-     24),
-    ("Matmul", "aclnn_matmul.h", T + "self, const aclTensor* mat2, aclTensor* out, int8_t cubeMathType", 24),
-    ("Mv", "aclnn_mv.h", T + "self, const aclTensor* vec, aclTensor* out, int8_t cubeMathType", 24),
-    ("Ger", "aclnn_ger.h", T + "self, const aclTensor* vec2, aclTensor* out", 24),
-    ("WeightQuantBatchMatmulV2", "aclnn_weight_quant_batch_matmul_v2.h",
-     "const aclTensor* x, const aclTensor* weight, const aclTensor* antiquantScale, "
-     "const aclTensor* antiquantOffsetOptional, const aclTensor* quantScaleOptional, "
-     "const aclTensor* quantOffsetOptional, const aclTensor* biasOptional, int antiquantGroupSize, "
-     "const aclTensor* y", 24),
+    # matmul (issue 24; the rest are in matmul.py)
     ("GroupedMatmulV3", "aclnn_grouped_matmul_v3.h",
      "const aclTensorList* x, const aclTensorList* weight, const aclTensorList* biasOptional, "
      "const aclTensorList* scaleOptional, const aclTensorList* offsetOptional, "
      "const aclTensorList* antiquantScaleOptional, const aclTensorList* antiquantOffsetOptional, "
      "const aclTensor* groupListOptional, int64_t splitItem, int64_t groupType, const aclTensorList* y", 24),
-    ("TransMatmulWeight", "aclnn_trans_matmul_weight.h", "aclTensor* mmWeightRef", 24),
     # NN (issue 25)
     ("TriangularSolve", "aclnn_triangular_solve.h", T + "self, const aclTensor* A, bool upper, bool transpose, "
      "bool unitriangular, aclTensor* xOut, aclTensor* mOut", 25),
@@ -77,10 +65,6 @@ LATER = [
 ]
 for _n, _h, _p, _i in LATER:
     _planned(_n, _h, _p, None, issue=_i)
-
-# One call, no executor.
-op("CalculateMatmulWeightSizeV2", "aclnn_trans_matmul_weight.h",
-   "const aclIntArray* tensorShape, aclDataType dataType, uint64_t* weightTensorSize", single=True, issue=24)
 
 # Headers ggml-cann includes without calling what they declare: they only have to exist.
 EMPTY_HEADERS = ("aclnn_recurrent_gated_delta_rule.h",)

@@ -8042,19 +8042,20 @@ PA_API aclnnStatus aclnnEmbeddingDenseBackward(void *workspace, uint64_t workspa
 
 /* ---- aclnnMm ---- */
 static const pa_param pa_params_Mm[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"mat2", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mat2", PA_P_TENSOR, PA_IN, PA_PF_NZ, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
     {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
 };
 static const char *const pa_in_Mm[] = {"self", "mat2"};
 static const char *const pa_out_Mm[] = {"out"};
 static const pa_op pa_op_Mm = {
     .ws_api = "aclnnMmGetWorkspaceSize",
-    .launch = {"aclnnMm", pa_run_none, pa_in_Mm, pa_out_Mm},
+    .launch = {"aclnnMm", pa_run_matmul, pa_in_Mm, pa_out_Mm},
+    .kernel = PA_MATMUL_MM,
     .params = pa_params_Mm,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_matmul,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -8070,19 +8071,20 @@ PA_API aclnnStatus aclnnMm(void *workspace, uint64_t workspaceSize, aclOpExecuto
 
 /* ---- aclnnBatchMatMul ---- */
 static const pa_param pa_params_BatchMatMul[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"mat2", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mat2", PA_P_TENSOR, PA_IN, PA_PF_NZ, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
     {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
 };
 static const char *const pa_in_BatchMatMul[] = {"self", "mat2"};
 static const char *const pa_out_BatchMatMul[] = {"out"};
 static const pa_op pa_op_BatchMatMul = {
     .ws_api = "aclnnBatchMatMulGetWorkspaceSize",
-    .launch = {"aclnnBatchMatMul", pa_run_none, pa_in_BatchMatMul, pa_out_BatchMatMul},
+    .launch = {"aclnnBatchMatMul", pa_run_matmul, pa_in_BatchMatMul, pa_out_BatchMatMul},
+    .kernel = PA_MATMUL_BATCH_MATMUL,
     .params = pa_params_BatchMatMul,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_matmul,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -8099,19 +8101,20 @@ PA_API aclnnStatus aclnnBatchMatMul(void *workspace, uint64_t workspaceSize, acl
 
 /* ---- aclnnMatmul ---- */
 static const pa_param pa_params_Matmul[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"mat2", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mat2", PA_P_TENSOR, PA_IN, PA_PF_NZ, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
     {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
 };
 static const char *const pa_in_Matmul[] = {"self", "mat2"};
 static const char *const pa_out_Matmul[] = {"out"};
 static const pa_op pa_op_Matmul = {
     .ws_api = "aclnnMatmulGetWorkspaceSize",
-    .launch = {"aclnnMatmul", pa_run_none, pa_in_Matmul, pa_out_Matmul},
+    .launch = {"aclnnMatmul", pa_run_matmul, pa_in_Matmul, pa_out_Matmul},
+    .kernel = PA_MATMUL_MATMUL,
     .params = pa_params_Matmul,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_matmul,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -8127,19 +8130,20 @@ PA_API aclnnStatus aclnnMatmul(void *workspace, uint64_t workspaceSize, aclOpExe
 
 /* ---- aclnnMv ---- */
 static const pa_param pa_params_Mv[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"vec", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"vec", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
     {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
 };
 static const char *const pa_in_Mv[] = {"self", "vec"};
 static const char *const pa_out_Mv[] = {"out"};
 static const pa_op pa_op_Mv = {
     .ws_api = "aclnnMvGetWorkspaceSize",
-    .launch = {"aclnnMv", pa_run_none, pa_in_Mv, pa_out_Mv},
+    .launch = {"aclnnMv", pa_run_matmul, pa_in_Mv, pa_out_Mv},
+    .kernel = PA_MATMUL_MV,
     .params = pa_params_Mv,
     .nparams = 4,
-    .plan = NULL,
+    .plan = pa_plan_matmul,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -8153,20 +8157,154 @@ PA_API aclnnStatus aclnnMv(void *workspace, uint64_t workspaceSize, aclOpExecuto
     return pa_executor_launch(&pa_op_Mv.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnAddmm ---- */
+static const pa_param pa_params_Addmm[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mat1", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mat2", PA_P_TENSOR, PA_IN, PA_PF_NZ, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"beta", PA_P_SCALAR, PA_IN, 0, UINT64_C(0xa5f) /* f32 f16 f64 s8 s16 s32 s64 u8 */},
+    {"alpha", PA_P_SCALAR, PA_IN, 0, UINT64_C(0xa5f) /* f32 f16 f64 s8 s16 s32 s64 u8 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_Addmm[] = {"self", "mat1", "mat2"};
+static const char *const pa_out_Addmm[] = {"out"};
+static const pa_op pa_op_Addmm = {
+    .ws_api = "aclnnAddmmGetWorkspaceSize",
+    .launch = {"aclnnAddmm", pa_run_matmul, pa_in_Addmm, pa_out_Addmm},
+    .kernel = PA_MATMUL_ADDMM,
+    .params = pa_params_Addmm,
+    .nparams = 7,
+    .plan = pa_plan_matmul,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAddmmGetWorkspaceSize(const aclTensor* self, const aclTensor* mat1, const aclTensor* mat2,
+        const aclScalar* beta, const aclScalar* alpha, aclTensor* out, int8_t cubeMathType, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = mat1}, {.p = mat2}, {.p = beta}, {.p = alpha}, {.p = out}, {.i = (int64_t)cubeMathType}};
+    return pa_op_plan(&pa_op_Addmm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAddmm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Addmm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAddmm ---- */
+static const pa_param pa_params_InplaceAddmm[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mat1", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mat2", PA_P_TENSOR, PA_IN, PA_PF_NZ, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"beta", PA_P_SCALAR, PA_IN, 0, UINT64_C(0xa5f) /* f32 f16 f64 s8 s16 s32 s64 u8 */},
+    {"alpha", PA_P_SCALAR, PA_IN, 0, UINT64_C(0xa5f) /* f32 f16 f64 s8 s16 s32 s64 u8 */},
+    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceAddmm[] = {"selfRef", "mat1", "mat2"};
+static const char *const pa_out_InplaceAddmm[] = {"selfRef"};
+static const pa_op pa_op_InplaceAddmm = {
+    .ws_api = "aclnnInplaceAddmmGetWorkspaceSize",
+    .launch = {"aclnnInplaceAddmm", pa_run_matmul, pa_in_InplaceAddmm, pa_out_InplaceAddmm},
+    .kernel = PA_MATMUL_INPLACE_ADDMM,
+    .params = pa_params_InplaceAddmm,
+    .nparams = 6,
+    .plan = pa_plan_matmul,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceAddmmGetWorkspaceSize(const aclTensor* selfRef, const aclTensor* mat1,
+        const aclTensor* mat2, const aclScalar* beta, const aclScalar* alpha, int8_t cubeMathType,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = mat1}, {.p = mat2}, {.p = beta}, {.p = alpha}, {.i = (int64_t)cubeMathType}};
+    return pa_op_plan(&pa_op_InplaceAddmm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAddmm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAddmm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnBaddbmm ---- */
+static const pa_param pa_params_Baddbmm[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"batch1", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"batch2", PA_P_TENSOR, PA_IN, PA_PF_NZ, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"beta", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x1a5f) /* f32 f16 f64 s32 s64 s16 s8 u8 bool */},
+    {"alpha", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x1a5f) /* f32 f16 f64 s32 s64 s16 s8 u8 bool */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_Baddbmm[] = {"self", "batch1", "batch2"};
+static const char *const pa_out_Baddbmm[] = {"out"};
+static const pa_op pa_op_Baddbmm = {
+    .ws_api = "aclnnBaddbmmGetWorkspaceSize",
+    .launch = {"aclnnBaddbmm", pa_run_matmul, pa_in_Baddbmm, pa_out_Baddbmm},
+    .kernel = PA_MATMUL_BADDBMM,
+    .params = pa_params_Baddbmm,
+    .nparams = 7,
+    .plan = pa_plan_matmul,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnBaddbmmGetWorkspaceSize(const aclTensor* self, const aclTensor* batch1,
+        const aclTensor* batch2, const aclScalar* beta, const aclScalar* alpha, aclTensor* out, int8_t cubeMathType,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = batch1}, {.p = batch2}, {.p = beta}, {.p = alpha}, {.p = out}, {.i = (int64_t)cubeMathType}};
+    return pa_op_plan(&pa_op_Baddbmm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnBaddbmm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Baddbmm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceBaddbmm ---- */
+static const pa_param pa_params_InplaceBaddbmm[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"batch1", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"batch2", PA_P_TENSOR, PA_IN, PA_PF_NZ, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"beta", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x1a5f) /* f32 f16 f64 s32 s64 s16 s8 u8 bool */},
+    {"alpha", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x1a5f) /* f32 f16 f64 s32 s64 s16 s8 u8 bool */},
+    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceBaddbmm[] = {"selfRef", "batch1", "batch2"};
+static const char *const pa_out_InplaceBaddbmm[] = {"selfRef"};
+static const pa_op pa_op_InplaceBaddbmm = {
+    .ws_api = "aclnnInplaceBaddbmmGetWorkspaceSize",
+    .launch = {"aclnnInplaceBaddbmm", pa_run_matmul, pa_in_InplaceBaddbmm, pa_out_InplaceBaddbmm},
+    .kernel = PA_MATMUL_INPLACE_BADDBMM,
+    .params = pa_params_InplaceBaddbmm,
+    .nparams = 6,
+    .plan = pa_plan_matmul,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceBaddbmmGetWorkspaceSize(const aclTensor* selfRef, const aclTensor* batch1,
+        const aclTensor* batch2, const aclScalar* beta, const aclScalar* alpha, int8_t cubeMathType,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = batch1}, {.p = batch2}, {.p = beta}, {.p = alpha}, {.i = (int64_t)cubeMathType}};
+    return pa_op_plan(&pa_op_InplaceBaddbmm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceBaddbmm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceBaddbmm.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnGer ---- */
 static const pa_param pa_params_Ger[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"vec2", PA_P_TENSOR, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x31a5f) /* f32 f16 s32 f64 s8 u8 s16 bool s64 c64 c128 */},
+    {"vec2", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x31a5f) /* f32 f16 s32 f64 s8 u8 s16 bool s64 c64 c128 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s32 s64 s16 s8 u8 bool c64 c128 bf16 */},
 };
 static const char *const pa_in_Ger[] = {"self", "vec2"};
 static const char *const pa_out_Ger[] = {"out"};
 static const pa_op pa_op_Ger = {
     .ws_api = "aclnnGerGetWorkspaceSize",
-    .launch = {"aclnnGer", pa_run_none, pa_in_Ger, pa_out_Ger},
+    .launch = {"aclnnGer", pa_run_matmul, pa_in_Ger, pa_out_Ger},
+    .kernel = PA_MATMUL_GER,
     .params = pa_params_Ger,
     .nparams = 3,
-    .plan = NULL,
+    .plan = pa_plan_matmul,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -8182,24 +8320,25 @@ PA_API aclnnStatus aclnnGer(void *workspace, uint64_t workspaceSize, aclOpExecut
 
 /* ---- aclnnWeightQuantBatchMatmulV2 ---- */
 static const pa_param pa_params_WeightQuantBatchMatmulV2[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
-    {"weight", PA_P_TENSOR, PA_IN, 0, 0},
-    {"antiquantScale", PA_P_TENSOR, PA_IN, 0, 0},
-    {"antiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"quantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"quantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"weight", PA_P_TENSOR, PA_IN, PA_PF_NZ | PA_PF_INT4, UINT64_C(0xc) /* s8 s32 */},
+    {"antiquantScale", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000602) /* f16 bf16 u64 s64 */},
+    {"antiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x800000a) /* f16 bf16 s32 */},
+    {"quantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x400) /* u64 */},
+    {"quantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
+    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
     {"antiquantGroupSize", PA_P_INT, PA_IN, 0, 0},
-    {"y", PA_P_TENSOR, PA_OUT, 0, 0},
+    {"y", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000006) /* f16 bf16 s8 */},
 };
 static const char *const pa_in_WeightQuantBatchMatmulV2[] = {"x", "weight", "antiquantScale", "antiquantOffsetOptional", "quantScaleOptional", "quantOffsetOptional", "biasOptional"};
 static const char *const pa_out_WeightQuantBatchMatmulV2[] = {"y"};
 static const pa_op pa_op_WeightQuantBatchMatmulV2 = {
     .ws_api = "aclnnWeightQuantBatchMatmulV2GetWorkspaceSize",
-    .launch = {"aclnnWeightQuantBatchMatmulV2", pa_run_none, pa_in_WeightQuantBatchMatmulV2, pa_out_WeightQuantBatchMatmulV2},
+    .launch = {"aclnnWeightQuantBatchMatmulV2", pa_run_matmul, pa_in_WeightQuantBatchMatmulV2, pa_out_WeightQuantBatchMatmulV2},
+    .kernel = PA_MATMUL_WQBMM,
     .params = pa_params_WeightQuantBatchMatmulV2,
     .nparams = 9,
-    .plan = NULL,
+    .plan = pa_plan_matmul,
     .min_rank = 0,
     .max_rank = 8,
     .ext = NULL,
@@ -8214,6 +8353,56 @@ PA_API aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(const aclTensor
 PA_API aclnnStatus aclnnWeightQuantBatchMatmulV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_WeightQuantBatchMatmulV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnTransMatmulWeight ---- */
+static const pa_param pa_params_TransMatmulWeight[] = {
+    {"mmWeightRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000007) /* f32 f16 bf16 s8 */},
+};
+static const char *const pa_in_TransMatmulWeight[] = {"mmWeightRef"};
+static const char *const pa_out_TransMatmulWeight[] = {"mmWeightRef"};
+static const pa_op pa_op_TransMatmulWeight = {
+    .ws_api = "aclnnTransMatmulWeightGetWorkspaceSize",
+    .launch = {"aclnnTransMatmulWeight", pa_run_matmul, pa_in_TransMatmulWeight, pa_out_TransMatmulWeight},
+    .kernel = PA_MATMUL_TRANS_WEIGHT,
+    .params = pa_params_TransMatmulWeight,
+    .nparams = 1,
+    .plan = pa_plan_matmul,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnTransMatmulWeightGetWorkspaceSize(aclTensor* mmWeightRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = mmWeightRef}};
+    return pa_op_plan(&pa_op_TransMatmulWeight, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnTransMatmulWeight(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_TransMatmulWeight.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnCalculateMatmulWeightSizeV2 ---- */
+static const pa_param pa_params_CalculateMatmulWeightSizeV2[] = {
+    {"tensorShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"dataType", PA_P_DTYPE, PA_IN, 0, 0},
+    {"weightTensorSize", PA_P_OUT_U64, PA_IN, 0, 0},
+};
+static const pa_op pa_op_CalculateMatmulWeightSizeV2 = {
+    .ws_api = "aclnnCalculateMatmulWeightSizeV2",
+    .launch = {"aclnnCalculateMatmulWeightSizeV2", pa_run_matmul, NULL, NULL},
+    .kernel = PA_MATMUL_WEIGHT_SIZE,
+    .params = pa_params_CalculateMatmulWeightSizeV2,
+    .nparams = 3,
+    .plan = pa_plan_matmul,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnCalculateMatmulWeightSizeV2(const aclIntArray* tensorShape, aclDataType dataType,
+        uint64_t* weightTensorSize) {
+    const pa_arg a[] = {{.p = tensorShape}, {.i = (int64_t)dataType}, {.p = weightTensorSize}};
+    return pa_op_plan(&pa_op_CalculateMatmulWeightSizeV2, a, NULL, NULL);
 }
 
 /* ---- aclnnGroupedMatmulV3 ---- */
@@ -8251,32 +8440,6 @@ PA_API aclnnStatus aclnnGroupedMatmulV3GetWorkspaceSize(const aclTensorList* x, 
 PA_API aclnnStatus aclnnGroupedMatmulV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_GroupedMatmulV3.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnTransMatmulWeight ---- */
-static const pa_param pa_params_TransMatmulWeight[] = {
-    {"mmWeightRef", PA_P_TENSOR, PA_INOUT, 0, 0},
-};
-static const char *const pa_in_TransMatmulWeight[] = {"mmWeightRef"};
-static const char *const pa_out_TransMatmulWeight[] = {"mmWeightRef"};
-static const pa_op pa_op_TransMatmulWeight = {
-    .ws_api = "aclnnTransMatmulWeightGetWorkspaceSize",
-    .launch = {"aclnnTransMatmulWeight", pa_run_none, pa_in_TransMatmulWeight, pa_out_TransMatmulWeight},
-    .params = pa_params_TransMatmulWeight,
-    .nparams = 1,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnTransMatmulWeightGetWorkspaceSize(aclTensor* mmWeightRef, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = mmWeightRef}};
-    return pa_op_plan(&pa_op_TransMatmulWeight, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnTransMatmulWeight(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_TransMatmulWeight.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnTriangularSolve ---- */
@@ -8830,26 +8993,4 @@ PA_API aclnnStatus aclnnGeGluV3GetWorkspaceSize(const aclTensor* self, int64_t d
 PA_API aclnnStatus aclnnGeGluV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_GeGluV3.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnCalculateMatmulWeightSizeV2 ---- */
-static const pa_param pa_params_CalculateMatmulWeightSizeV2[] = {
-    {"tensorShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"dataType", PA_P_DTYPE, PA_IN, 0, 0},
-    {"weightTensorSize", PA_P_OUT_U64, PA_IN, 0, 0},
-};
-static const pa_op pa_op_CalculateMatmulWeightSizeV2 = {
-    .ws_api = "aclnnCalculateMatmulWeightSizeV2",
-    .launch = {"aclnnCalculateMatmulWeightSizeV2", pa_run_none, NULL, NULL},
-    .params = pa_params_CalculateMatmulWeightSizeV2,
-    .nparams = 3,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnCalculateMatmulWeightSizeV2(const aclIntArray* tensorShape, aclDataType dataType,
-        uint64_t* weightTensorSize) {
-    const pa_arg a[] = {{.p = tensorShape}, {.i = (int64_t)dataType}, {.p = weightTensorSize}};
-    return pa_op_plan(&pa_op_CalculateMatmulWeightSizeV2, a, NULL, NULL);
 }

@@ -1,0 +1,216 @@
+/* The GEMM's AVX2 tier (gemm_impl.h): 6 x 16 micro-kernels with FMAs; the
+ * bf16 dot chain emulated in vdpbf16ps's order (odd, then even k of each
+ * pair) under MXCSR DAZ + FTZ. Bits equal the scalar tier's (gemm.h). */
+#if defined(PA_HAVE_X86_KERNELS)
+#include <immintrin.h>
+
+#include "kernels/gemm/gemm_impl.h"
+
+#define MR 6
+#define NR 16
+#define GM_DAZ_FTZ 0x8040u
+
+#define GM_INLINE static inline __attribute__((always_inline))
+
+/* lanes j < n of a 256-bit mask vector */
+GM_INLINE __m256i gm_mask8(int n) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
+}
+
+GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
+    const float *a = u->a, *b = u->b;
+    const int64_t ldb = u->ldb, ldt = u->ldt;
+    float *t = u->t;
+    const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
+    __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        c0[r] = u->load ? _mm256_maskload_ps(t + r * ldt, m0) : _mm256_setzero_ps();
+        c1[r] = u->load ? _mm256_maskload_ps(t + r * ldt + 8, m1) : _mm256_setzero_ps();
+    }
+    const int64_t k = u->k;
+    if (u->bfull) {
+        for (int64_t p = 0; p < k; p++) {
+            const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                const __m256 av = _mm256_broadcast_ss(a + r);
+                c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+                c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+            }
+            a += MR;
+            b += ldb;
+        }
+    } else {
+        for (int64_t p = 0; p < k; p++) {
+            const __m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                const __m256 av = _mm256_broadcast_ss(a + r);
+                c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+                c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+            }
+            a += MR;
+            b += ldb;
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
+        _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
+    }
+}
+
+GM_INLINE void dot8_body(const gm_ukr *u, const int R) {
+    const uint32_t *a = u->a;
+    const uint32_t *b = u->b;
+    const int64_t ldb = u->ldb, ldt = u->ldt;
+    float *t = u->t;
+    const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        c0[r] = u->load ? _mm256_maskload_ps(t + r * ldt, m0) : _mm256_setzero_ps();
+        c1[r] = u->load ? _mm256_maskload_ps(t + r * ldt + 8, m1) : _mm256_setzero_ps();
+    }
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | GM_DAZ_FTZ);
+    for (int64_t q = 0; q < u->k; q++) {
+        const __m256i v0 = _mm256_loadu_si256((const __m256i *)b);
+        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(b + 8));
+        const __m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(v0, hi));
+        const __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16));
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const uint32_t w = a[r];
+            const __m256 ao = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w & 0xffff0000u)));
+            const __m256 ae = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w << 16)));
+            c0[r] = _mm256_fmadd_ps(ae, e0, _mm256_fmadd_ps(ao, o0, c0[r]));
+        }
+        const __m256 o1 = _mm256_castsi256_ps(_mm256_and_si256(v1, hi));
+        const __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(v1, 16));
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const uint32_t w = a[r];
+            const __m256 ao = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w & 0xffff0000u)));
+            const __m256 ae = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w << 16)));
+            c1[r] = _mm256_fmadd_ps(ae, e1, _mm256_fmadd_ps(ao, o1, c1[r]));
+        }
+        a += MR;
+        b += ldb;
+    }
+    _mm_setcsr(csr);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
+        _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
+    }
+}
+
+#define GM_INSTANCES(X) X(1) X(2) X(3) X(4) X(5) X(6)
+#define GM_UKR(R) static void u8_##R(const gm_ukr *u) { ukr8_body(u, R); }
+#define GM_DOT(R) static void d8_##R(const gm_ukr *u) { dot8_body(u, R); }
+GM_INSTANCES(GM_UKR)
+GM_INSTANCES(GM_DOT)
+#define GM_REF_UKR(R) u8_##R,
+#define GM_REF_DOT(R) d8_##R,
+typedef void (*gm_ukr_fn)(const gm_ukr *u);
+static const gm_ukr_fn k_ukr8[MR + 1] = {NULL, GM_INSTANCES(GM_REF_UKR)};
+static const gm_ukr_fn k_dot8[MR + 1] = {NULL, GM_INSTANCES(GM_REF_DOT)};
+
+static void ukr256(const gm_ukr *u) { k_ukr8[u->mr](u); }
+static void dot256(const gm_ukr *u) { k_dot8[u->mr](u); }
+
+/* ---- the epilogue (fp32 and fp16 outputs vectorised; the rest generic) ---- */
+
+static void store256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr) {
+    if (e->epi != NULL || e->c_cs != 1 || e->bias != NULL || e->mid_round != PA_GEMM_F32 ||
+        e->c_dt == PA_GEMM_BF16) {
+        pa_gemm_store_generic(e, t, ldt, i0, j0, mr, nr);
+        return;
+    }
+    const __m256 alpha = _mm256_set1_ps(e->alpha);
+    for (int r = 0; r < mr; r++) {
+        const float *src = t + r * ldt;
+        const int64_t base = e->c_off + (i0 + r) * e->c_rs + j0;
+        int j = 0;
+        for (; j + 8 <= nr; j += 8) {
+            __m256 x = _mm256_loadu_ps(src + j);
+            if (e->alpha != 1.0f) x = _mm256_mul_ps(alpha, x);
+            if (e->c_dt == PA_GEMM_F16) {
+                _mm_storeu_si128((__m128i *)((uint16_t *)e->c + base + j),
+                                 _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            } else {
+                _mm256_storeu_ps((float *)e->c + base + j, x);
+            }
+        }
+        if (j < nr) pa_gemm_store_generic(e, src + j, ldt, i0 + r, j0 + j, 1, nr - j);
+    }
+}
+
+/* ---- B packers: fp32 / fp16 row-major ---- */
+
+static int pack_b256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, int nr_, float *dst) {
+    (void)nr_;
+    if (b->nz || b->cs != 1 || (b->dt != PA_GEMM_F32 && b->dt != PA_GEMM_F16)) return 0;
+    for (int64_t jp = 0; jp < ncols; jp += NR) {
+        const int nr = ncols - jp < NR ? (int)(ncols - jp) : NR;
+        float *panel = dst + jp * kc;
+        const int64_t first = b->off + p0 * b->rs + j0 + jp;
+        for (int64_t p = 0; p < kc; p++) {
+            float *row = panel + p * NR;
+            if (b->dt == PA_GEMM_F32) {
+                const float *src = (const float *)b->p + first + p * b->rs;
+                if (nr == NR) {
+                    _mm256_storeu_ps(row, _mm256_loadu_ps(src));
+                    _mm256_storeu_ps(row + 8, _mm256_loadu_ps(src + 8));
+                } else {
+                    _mm256_storeu_ps(row, _mm256_maskload_ps(src, gm_mask8(nr)));
+                    _mm256_storeu_ps(row + 8, _mm256_maskload_ps(src + 8, gm_mask8(nr - 8)));
+                }
+            } else {
+                const uint16_t *src = (const uint16_t *)b->p + first + p * b->rs;
+                if (nr == NR) {
+                    _mm256_storeu_ps(row, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)src)));
+                    _mm256_storeu_ps(row + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + 8))));
+                } else {
+                    for (int j = 0; j < NR; j++) row[j] = j < nr ? pa_f16_to_f32(src[j]) : 0.0f;
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+static int pack_b_dot256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, int nr,
+                         uint32_t *dst) {
+    (void)b, (void)p0, (void)kc, (void)j0, (void)ncols, (void)nr, (void)dst;
+    return 0;
+}
+
+const gm_tier pa_gemm_tier_avx2 = {
+    .isa = PA_ISA_AVX2,
+    .mr = MR,
+    .nr = NR,
+    .kc = 256,
+    .mc = 240,
+    .nc = 512,
+    .ukr = ukr256,
+    .ukr_dot = dot256,
+    .store = store256,
+    .pack_b = pack_b256,
+    .pack_b_dot = pack_b_dot256,
+};
+
+#undef MR
+#undef NR
+#undef GM_DAZ_FTZ
+#undef GM_INLINE
+#undef GM_INSTANCES
+#undef GM_UKR
+#undef GM_DOT
+#undef GM_REF_UKR
+#undef GM_REF_DOT
+#endif
