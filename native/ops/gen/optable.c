@@ -7527,6 +7527,262 @@ PA_API aclnnStatus aclnnEmbeddingDenseBackward(void *workspace, uint64_t workspa
     return pa_executor_launch(&pa_op_EmbeddingDenseBackward.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnSoftmax ---- */
+static const pa_param pa_params_Softmax[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_Softmax[] = {"self"};
+static const char *const pa_out_Softmax[] = {"out"};
+static const pa_op pa_op_Softmax = {
+    .ws_api = "aclnnSoftmaxGetWorkspaceSize",
+    .launch = {"aclnnSoftmax", pa_run_nn, pa_in_Softmax, pa_out_Softmax},
+    .kernel = PA_NN_SOFTMAX,
+    .params = pa_params_Softmax,
+    .nparams = 3,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_Softmax, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Softmax.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLogSoftmax ---- */
+static const pa_param pa_params_LogSoftmax[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_LogSoftmax[] = {"self"};
+static const char *const pa_out_LogSoftmax[] = {"out"};
+static const pa_op pa_op_LogSoftmax = {
+    .ws_api = "aclnnLogSoftmaxGetWorkspaceSize",
+    .launch = {"aclnnLogSoftmax", pa_run_nn, pa_in_LogSoftmax, pa_out_LogSoftmax},
+    .kernel = PA_NN_LOG_SOFTMAX,
+    .params = pa_params_LogSoftmax,
+    .nparams = 3,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_LogSoftmax, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLogSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LogSoftmax.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSoftmaxBackward ---- */
+static const pa_param pa_params_SoftmaxBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"output", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_SoftmaxBackward[] = {"gradOutput"};
+static const char *const pa_out_SoftmaxBackward[] = {"output", "out"};
+static const pa_op pa_op_SoftmaxBackward = {
+    .ws_api = "aclnnSoftmaxBackwardGetWorkspaceSize",
+    .launch = {"aclnnSoftmaxBackward", pa_run_nn, pa_in_SoftmaxBackward, pa_out_SoftmaxBackward},
+    .kernel = PA_NN_SOFTMAX_BACKWARD,
+    .params = pa_params_SoftmaxBackward,
+    .nparams = 4,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output,
+        int64_t dim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = output}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_SoftmaxBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSoftmaxBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SoftmaxBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLogSoftmaxBackward ---- */
+static const pa_param pa_params_LogSoftmaxBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"output", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LogSoftmaxBackward[] = {"gradOutput"};
+static const char *const pa_out_LogSoftmaxBackward[] = {"output", "out"};
+static const pa_op pa_op_LogSoftmaxBackward = {
+    .ws_api = "aclnnLogSoftmaxBackwardGetWorkspaceSize",
+    .launch = {"aclnnLogSoftmaxBackward", pa_run_nn, pa_in_LogSoftmaxBackward, pa_out_LogSoftmaxBackward},
+    .kernel = PA_NN_LOG_SOFTMAX_BACKWARD,
+    .params = pa_params_LogSoftmaxBackward,
+    .nparams = 4,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLogSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output,
+        int64_t dim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = output}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_LogSoftmaxBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLogSoftmaxBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LogSoftmaxBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRmsNorm ---- */
+static const pa_param pa_params_RmsNorm[] = {
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gamma", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
+    {"yOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1) /* f32 */},
+};
+static const char *const pa_in_RmsNorm[] = {"x", "gamma"};
+static const char *const pa_out_RmsNorm[] = {"yOut", "rstdOut"};
+static const pa_op pa_op_RmsNorm = {
+    .ws_api = "aclnnRmsNormGetWorkspaceSize",
+    .launch = {"aclnnRmsNorm", pa_run_nn, pa_in_RmsNorm, pa_out_RmsNorm},
+    .kernel = PA_NN_RMS_NORM,
+    .params = pa_params_RmsNorm,
+    .nparams = 5,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor* x, const aclTensor* gamma, double epsilon,
+        const aclTensor* yOut, const aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}};
+    return pa_op_plan(&pa_op_RmsNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RmsNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAddRmsNorm ---- */
+static const pa_param pa_params_AddRmsNorm[] = {
+    {"x1", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gamma", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
+    {"yOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
+    {"xOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_AddRmsNorm[] = {"x1", "x2", "gamma"};
+static const char *const pa_out_AddRmsNorm[] = {"yOut", "rstdOut", "xOut"};
+static const pa_op pa_op_AddRmsNorm = {
+    .ws_api = "aclnnAddRmsNormGetWorkspaceSize",
+    .launch = {"aclnnAddRmsNorm", pa_run_nn, pa_in_AddRmsNorm, pa_out_AddRmsNorm},
+    .kernel = PA_NN_ADD_RMS_NORM,
+    .params = pa_params_AddRmsNorm,
+    .nparams = 7,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor* x1, const aclTensor* x2, const aclTensor* gamma,
+        double epsilon, aclTensor* yOut, aclTensor* rstdOut, aclTensor* xOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}, {.p = xOut}};
+    return pa_op_plan(&pa_op_AddRmsNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_AddRmsNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLayerNorm ---- */
+static const pa_param pa_params_LayerNorm[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"normalizedShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LayerNorm[] = {"input", "weightOptional", "biasOptional"};
+static const char *const pa_out_LayerNorm[] = {"out", "meanOutOptional", "rstdOutOptional"};
+static const pa_op pa_op_LayerNorm = {
+    .ws_api = "aclnnLayerNormGetWorkspaceSize",
+    .launch = {"aclnnLayerNorm", pa_run_nn, pa_in_LayerNorm, pa_out_LayerNorm},
+    .kernel = PA_NN_LAYER_NORM,
+    .params = pa_params_LayerNorm,
+    .nparams = 8,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor* input, const aclIntArray* normalizedShape,
+        const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out,
+        aclTensor* meanOutOptional, aclTensor* rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = normalizedShape}, {.p = weightOptional}, {.p = biasOptional}, {.f = (double)eps}, {.p = out}, {.p = meanOutOptional}, {.p = rstdOutOptional}};
+    return pa_op_plan(&pa_op_LayerNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLayerNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LayerNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnGroupNorm ---- */
+static const pa_param pa_params_GroupNorm[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gamma", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"beta", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"N", PA_P_INT, PA_IN, 0, 0},
+    {"C", PA_P_INT, PA_IN, 0, 0},
+    {"HxW", PA_P_INT, PA_IN, 0, 0},
+    {"group", PA_P_INT, PA_IN, 0, 0},
+    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_GroupNorm[] = {"self", "gamma", "beta"};
+static const char *const pa_out_GroupNorm[] = {"out", "meanOut", "rstdOut"};
+static const pa_op pa_op_GroupNorm = {
+    .ws_api = "aclnnGroupNormGetWorkspaceSize",
+    .launch = {"aclnnGroupNorm", pa_run_nn, pa_in_GroupNorm, pa_out_GroupNorm},
+    .kernel = PA_NN_GROUP_NORM,
+    .params = pa_params_GroupNorm,
+    .nparams = 11,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, const aclTensor* gamma,
+        const aclTensor* beta, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, aclTensor* out,
+        aclTensor* meanOut, aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = gamma}, {.p = beta}, {.i = (int64_t)N}, {.i = (int64_t)C}, {.i = (int64_t)HxW}, {.i = (int64_t)group}, {.f = (double)eps}, {.p = out}, {.p = meanOut}, {.p = rstdOut}};
+    return pa_op_plan(&pa_op_GroupNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_GroupNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnMm ---- */
 static const pa_param pa_params_Mm[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, 0},
@@ -7797,196 +8053,6 @@ PA_API aclnnStatus aclnnTriangularSolveGetWorkspaceSize(const aclTensor* self, c
 PA_API aclnnStatus aclnnTriangularSolve(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_TriangularSolve.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnRmsNorm ---- */
-static const pa_param pa_params_RmsNorm[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
-    {"gamma", PA_P_TENSOR, PA_IN, 0, 0},
-    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
-    {"yOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RmsNorm[] = {"x", "gamma"};
-static const char *const pa_out_RmsNorm[] = {"yOut", "rstdOut"};
-static const pa_op pa_op_RmsNorm = {
-    .ws_api = "aclnnRmsNormGetWorkspaceSize",
-    .launch = {"aclnnRmsNorm", pa_run_none, pa_in_RmsNorm, pa_out_RmsNorm},
-    .params = pa_params_RmsNorm,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor* x, const aclTensor* gamma, double epsilon,
-        const aclTensor* yOut, const aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}};
-    return pa_op_plan(&pa_op_RmsNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RmsNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnLayerNorm ---- */
-static const pa_param pa_params_LayerNorm[] = {
-    {"input", PA_P_TENSOR, PA_IN, 0, 0},
-    {"normalizedShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"meanOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, 0},
-    {"rstdOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, 0},
-};
-static const char *const pa_in_LayerNorm[] = {"input", "weightOptional", "biasOptional"};
-static const char *const pa_out_LayerNorm[] = {"out", "meanOutOptional", "rstdOutOptional"};
-static const pa_op pa_op_LayerNorm = {
-    .ws_api = "aclnnLayerNormGetWorkspaceSize",
-    .launch = {"aclnnLayerNorm", pa_run_none, pa_in_LayerNorm, pa_out_LayerNorm},
-    .params = pa_params_LayerNorm,
-    .nparams = 8,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor* input, const aclIntArray* normalizedShape,
-        const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out,
-        aclTensor* meanOutOptional, aclTensor* rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = input}, {.p = normalizedShape}, {.p = weightOptional}, {.p = biasOptional}, {.f = (double)eps}, {.p = out}, {.p = meanOutOptional}, {.p = rstdOutOptional}};
-    return pa_op_plan(&pa_op_LayerNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnLayerNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_LayerNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnGroupNorm ---- */
-static const pa_param pa_params_GroupNorm[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"gamma", PA_P_TENSOR, PA_IN, 0, 0},
-    {"beta", PA_P_TENSOR, PA_IN, 0, 0},
-    {"N", PA_P_INT, PA_IN, 0, 0},
-    {"C", PA_P_INT, PA_IN, 0, 0},
-    {"HxW", PA_P_INT, PA_IN, 0, 0},
-    {"group", PA_P_INT, PA_IN, 0, 0},
-    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"meanOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_GroupNorm[] = {"self", "gamma", "beta"};
-static const char *const pa_out_GroupNorm[] = {"out", "meanOut", "rstdOut"};
-static const pa_op pa_op_GroupNorm = {
-    .ws_api = "aclnnGroupNormGetWorkspaceSize",
-    .launch = {"aclnnGroupNorm", pa_run_none, pa_in_GroupNorm, pa_out_GroupNorm},
-    .params = pa_params_GroupNorm,
-    .nparams = 11,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, const aclTensor* gamma,
-        const aclTensor* beta, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, aclTensor* out,
-        aclTensor* meanOut, aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = gamma}, {.p = beta}, {.i = (int64_t)N}, {.i = (int64_t)C}, {.i = (int64_t)HxW}, {.i = (int64_t)group}, {.f = (double)eps}, {.p = out}, {.p = meanOut}, {.p = rstdOut}};
-    return pa_op_plan(&pa_op_GroupNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_GroupNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnAddRmsNorm ---- */
-static const pa_param pa_params_AddRmsNorm[] = {
-    {"x1", PA_P_TENSOR, PA_IN, 0, 0},
-    {"x2", PA_P_TENSOR, PA_IN, 0, 0},
-    {"gamma", PA_P_TENSOR, PA_IN, 0, 0},
-    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
-    {"yOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"xOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_AddRmsNorm[] = {"x1", "x2", "gamma"};
-static const char *const pa_out_AddRmsNorm[] = {"yOut", "rstdOut", "xOut"};
-static const pa_op pa_op_AddRmsNorm = {
-    .ws_api = "aclnnAddRmsNormGetWorkspaceSize",
-    .launch = {"aclnnAddRmsNorm", pa_run_none, pa_in_AddRmsNorm, pa_out_AddRmsNorm},
-    .params = pa_params_AddRmsNorm,
-    .nparams = 7,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor* x1, const aclTensor* x2, const aclTensor* gamma,
-        double epsilon, aclTensor* yOut, aclTensor* rstdOut, aclTensor* xOut, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}, {.p = xOut}};
-    return pa_op_plan(&pa_op_AddRmsNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_AddRmsNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnSoftmax ---- */
-static const pa_param pa_params_Softmax[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Softmax[] = {"self"};
-static const char *const pa_out_Softmax[] = {"out"};
-static const pa_op pa_op_Softmax = {
-    .ws_api = "aclnnSoftmaxGetWorkspaceSize",
-    .launch = {"aclnnSoftmax", pa_run_none, pa_in_Softmax, pa_out_Softmax},
-    .params = pa_params_Softmax,
-    .nparams = 3,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
-    return pa_op_plan(&pa_op_Softmax, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Softmax.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnLogSoftmax ---- */
-static const pa_param pa_params_LogSoftmax[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_LogSoftmax[] = {"self"};
-static const char *const pa_out_LogSoftmax[] = {"out"};
-static const pa_op pa_op_LogSoftmax = {
-    .ws_api = "aclnnLogSoftmaxGetWorkspaceSize",
-    .launch = {"aclnnLogSoftmax", pa_run_none, pa_in_LogSoftmax, pa_out_LogSoftmax},
-    .params = pa_params_LogSoftmax,
-    .nparams = 3,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
-    return pa_op_plan(&pa_op_LogSoftmax, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnLogSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_LogSoftmax.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnSoftmaxCrossEntropyWithLogits ---- */

@@ -1,0 +1,63 @@
+/* The NN family's row kernels (native/kernels/nn/): fixed-order fp32
+ * reductions over a row, the softmax exponential and the fp16 / bf16
+ * conversions, per ISA tier (scalar, AVX2, AVX-512) with the same bits on
+ * every tier (the scalar tier is the oracle).
+ *
+ * Reductions over n floats (any n >= 0) use 64 lanes: element i goes to lane
+ * i % 64 in increasing i (each lane starts at +0, or -inf for max); the last
+ * partial block of 64 is padded with the neutral element (+0 adds nothing to
+ * a lane that starts at +0 and only ever holds sums of the row's values);
+ * then the lanes fold in the fixed tree
+ *   t16[l] = (a[l] + a[16+l]) + (a[32+l] + a[48+l])   l < 16
+ *   t8[l] = t16[l] + t16[l+8]; t4[l] = t8[l] + t8[l+4]; t2[l] = t4[l] + t4[l+2]
+ *   s = t2[0] + t2[1]
+ * (max folds the same way with max(a, b) = a > b ? a : b, so a NaN never wins
+ * and the result's bits do not depend on the tier).
+ *
+ * Every multiply and add is rounded on its own (no contraction); FMAs only
+ * where written. */
+#ifndef PA_NN_VEC_H
+#define PA_NN_VEC_H
+
+#include <stdint.h>
+
+#include "cpu/pa_cpu.h"
+
+/* exp(x) for x <= 0 (the softmax argument x - max): x = k ln2 + r with
+ * k = rint(x log2 e) (the 1.5 * 2^23 trick), r = fma(-k, ln2_hi, x) then
+ * fma(-k, ln2_lo, r), e^r by Cephes' degree-7 expf polynomial
+ *   p = poly(P, r); p = fma(p, r*r, r); p = p + 1
+ * and 2^k put into the exponent bits; x < PA_NN_EXP_CUT gives +0 (no
+ * denormal is formed), NaN gives NaN. <= 1 ulp. */
+#define PA_NN_EXP_CUT (-87.0f)
+
+typedef struct pa_nn_vec {
+    const char *name;
+    float (*sum)(const float *x, int64_t n);                    /* sum x[i] */
+    float (*sumsq)(const float *x, int64_t n);                  /* sum x[i]*x[i] */
+    float (*sumsqdev)(const float *x, int64_t n, float m);      /* sum (x[i]-m)*(x[i]-m) */
+    float (*dot)(const float *a, const float *b, int64_t n);    /* sum a[i]*b[i] */
+    float (*max)(const float *x, int64_t n);                    /* -inf for n == 0 */
+    /* x[i] = exp(x[i] - m) (the exp above), returns their sum */
+    float (*expsub_sum)(float *x, int64_t n, float m);
+    /* o[i] = exp(x[i]) over the whole range (the map engine's exp, <= 1 ulp); o may be x */
+    void (*exp)(float *o, const float *x, int64_t n);
+    /* contiguous conversions, nearest even (as common/pa_half.h) */
+    void (*h2f)(float *o, const uint16_t *h, int64_t n);
+    void (*f2h)(uint16_t *h, const float *f, int64_t n);
+    void (*b2f)(float *o, const uint16_t *h, int64_t n);
+    void (*f2b)(uint16_t *h, const float *f, int64_t n);
+} pa_nn_vec;
+
+/* The kernels of the best tier not above `isa` that the build has. */
+const pa_nn_vec *pa_nn_vec_for(pa_isa isa);
+/* ... of the active tier (pa_cpu_isa()). */
+const pa_nn_vec *pa_nn_vec_active(void);
+
+extern const pa_nn_vec pa_nn_vec_scalar;
+#if defined(PA_HAVE_X86_KERNELS)
+extern const pa_nn_vec pa_nn_vec_avx2;
+extern const pa_nn_vec pa_nn_vec_avx512;
+#endif
+
+#endif

@@ -1,0 +1,41 @@
+/* The NN row kernels on 16 lanes (AVX-512 F/BW/VL/DQ). */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/map/map_isa.h"
+#include "kernels/nn/nn_vec.h"
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__) && !defined(__STRICT_ANSI__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+typedef __m512 VF;
+typedef __m512i VI;
+#define W 16
+#define SFX(name) name##_avx512
+#define NN_TIER_NAME "avx512"
+#define MAP_OPS pa_map_ops_avx512
+
+#define VLD(p) _mm512_loadu_ps(p)
+#define VST(p, v) _mm512_storeu_ps((p), (v))
+#define VSET(x) _mm512_set1_ps((float)(x))
+#define VZERO _mm512_setzero_ps()
+#define VADD(a, b) _mm512_add_ps((a), (b))
+#define VSUB(a, b) _mm512_sub_ps((a), (b))
+#define VMUL(a, b) _mm512_mul_ps((a), (b))
+#define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define VGT(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ)
+#define VLT(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_LT_OQ)
+#define VISNAN(a) _mm512_cmp_ps_mask((a), (a), _CMP_UNORD_Q)
+#define VSEL(m, a, b) _mm512_mask_blend_ps((m), (b), (a))
+#define VI_F2I(a) _mm512_cvttps_epi32(a)
+#define VI_SET(x) _mm512_set1_epi32((int)(x))
+#define VI_ADD(a, b) _mm512_add_epi32((a), (b))
+#define VI_SLL(a, n) _mm512_slli_epi32((a), (n))
+#define VFROMBITS(i) _mm512_castsi512_ps(i)
+
+#include "kernels/nn/nn_vec.inc"

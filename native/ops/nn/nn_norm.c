@@ -1,0 +1,526 @@
+/* The norms and their gradients: RmsNorm, AddRmsNorm, RmsNormGrad (the
+ * vendor's norm/rms_norm, add_rms_norm, rms_norm_grad), LayerNorm,
+ * LayerNormBackward (layer_norm_v4, layer_norm_grad_v3) and GroupNorm
+ * (group_norm -> GroupNormSilu without the silu on Atlas A2).
+ *
+ * Numerics (fp32, each operation rounded on its own; sums: the row kernels'
+ * fixed order):
+ *   RmsNorm     rstd = 1 / sqrt(sum(x*x) * (1/n) + eps), y = (x * rstd) * gamma
+ *   AddRmsNorm  x = x1 + x2 (fp16: rounded to fp16; bf16: rounded for xOut,
+ *               the fp32 sum used on), rstd = 1 / sqrt(sum(x*x * (1/n)) + eps),
+ *               fp32: y = (x * rstd) * gamma; 16-bit: t = round16(x * rstd),
+ *               y = round16(t * gamma)   (as the vendor kernel)
+ *   LayerNorm   mean = sum(x) * (1/n), var = sum((x - mean)^2) * (1/n),
+ *               rstd = 1 / sqrt(var + eps), y = ((x - mean) * rstd) * w + b
+ *               (w = 1, b = 0 when absent, as CANN fills them)
+ *   GroupNorm   mean = sum(x) * (1/n), rstd = 1 / sqrt((sum(x*x) * (1/n) -
+ *               mean*mean) + eps) (the vendor's one-pass variance);
+ *               scale = rstd * gamma[c], bias = -scale * mean + beta[c],
+ *               y = x * scale + bias
+ * Per-row statistics (mean, rstd) are kept during the parallel pass and
+ * written afterwards in row order by one thread, so outputs that overlap
+ * (ggml-cann's GROUP_NORM passes mean and rstd views of one small buffer)
+ * still get the same bits every run. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "ops/nn/nn_impl.h"
+#include "runtime/pa_threadpool.h"
+
+/* ---- shared pieces ---- */
+
+/* the element offset of row-major position `pos` of slot s's view */
+static int64_t pos_off(const pa_tview *v, int64_t pos) {
+    int64_t off = 0;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        const int64_t d = v->dims[i];
+        off += (pos % d) * v->strides[i];
+        pos /= d;
+    }
+    return off;
+}
+
+/* writes stats[r] (r < rows) to slot s in row-major order */
+static void put_stats(const nn_plan *p, int s, const float *stats) {
+    if (s < 0) return;
+    const pa_tview *v = &p->v[s];
+    for (int64_t r = 0; r < p->rows; r++) nn_put1(p, s, pos_off(v, r), stats[r]);
+}
+
+typedef struct norm_ctx {
+    const nn_plan *p;
+    const pa_nn_vec *k;
+    float *mean, *rstd; /* per row (NULL: not wanted) */
+    atomic_int oom;
+} norm_ctx;
+
+static int run_rows(const nn_plan *p, pa_range_fn fn, bool want_mean, bool want_rstd, int mean_slot,
+                    int rstd_slot) {
+    norm_ctx c = {p, pa_nn_vec_active(), NULL, NULL, 0};
+    float *stats = NULL;
+    if (want_mean || want_rstd) {
+        stats = malloc((size_t)(p->rows > 0 ? p->rows : 1) * 2 * sizeof(float));
+        if (stats == NULL) return pa_fail_oom(ACLNN_ERR_INNER_NULLPTR, p->api, "the row statistics");
+        c.mean = stats;
+        c.rstd = stats + p->rows;
+    }
+    pa_parallel_for(p->rows, nn_grain(p->rlen), fn, &c);
+    if (atomic_load(&c.oom)) {
+        free(stats);
+        return pa_fail_oom(ACLNN_ERR_INNER_NULLPTR, p->api, "the norm rows");
+    }
+    if (want_mean) put_stats(p, mean_slot, c.mean);
+    if (want_rstd) put_stats(p, rstd_slot, c.rstd);
+    free(stats);
+    return ACLNN_SUCCESS;
+}
+
+static int fail_tiling(const char *api, const char *what) {
+    return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: %s", api, what);
+}
+
+/* ---- RmsNorm / AddRmsNorm ---- */
+
+/* iv: 0 x (or x1), 1 gamma, 2 y, 3 rstd (-1), 4 x2 (-1), 5 xOut (-1); dv[0] = eps, dv[1] = 1/n */
+static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
+    norm_ctx *c = vctx;
+    const nn_plan *p = c->p;
+    const pa_nn_vec *k = c->k;
+    const int64_t n = p->rlen;
+    const int sx = (int)p->iv[0], sg = (int)p->iv[1], sy = (int)p->iv[2], sx2 = (int)p->iv[4],
+              sxo = (int)p->iv[5];
+    const bool add = p->kernel == PA_NN_ADD_RMS_NORM;
+    float *x = nn_scratch(add ? 4 : 3, n);
+    if (x == NULL) {
+        atomic_store(&c->oom, 1);
+        return;
+    }
+    float *g = x + NN_SSTRIDE(n), *y = g + NN_SSTRIDE(n), *t = add ? y + NN_SSTRIDE(n) : NULL;
+    nn_load(p, k, sg, 0, g); /* gamma is the same for every row */
+    const float eps = (float)p->dv[0], avg = (float)p->dv[1];
+    const aclDataType dt = p->v[sx].dtype;
+    for (int64_t r = r0; r < r1; r++) {
+        nn_load(p, k, sx, r, x);
+        float rstd;
+        if (add) {
+            nn_load(p, k, sx2, r, t);
+            for (int64_t i = 0; i < n; i++) {
+                const float s = x[i] + t[i];
+                x[i] = dt == ACL_FLOAT16 ? nn_round_to(ACL_FLOAT16, s) : s;
+                t[i] = dt == ACL_FLOAT ? s : nn_round_to(dt, s); /* xOut */
+            }
+            if (sxo >= 0) nn_store(p, k, sxo, r, t);
+            for (int64_t i = 0; i < n; i++) t[i] = (x[i] * x[i]) * avg;
+            rstd = 1.0f / sqrtf(k->sum(t, n) + eps);
+            if (dt == ACL_FLOAT) {
+                for (int64_t i = 0; i < n; i++) y[i] = (x[i] * rstd) * g[i];
+            } else {
+                for (int64_t i = 0; i < n; i++) y[i] = nn_round_to(dt, x[i] * rstd) * g[i];
+            }
+        } else {
+            rstd = 1.0f / sqrtf(k->sumsq(x, n) * avg + eps);
+            for (int64_t i = 0; i < n; i++) y[i] = (x[i] * rstd) * g[i];
+        }
+        if (c->rstd != NULL) c->rstd[r] = rstd;
+        nn_store(p, k, sy, r, y);
+    }
+}
+
+int nn_run_rms_norm(const nn_plan *p) {
+    return run_rows(p, rms_rows, false, p->iv[3] >= 0, -1, (int)p->iv[3]);
+}
+
+static bool gamma_ok(aclDataType x, aclDataType g) {
+    return g == x || (g == ACL_FLOAT && (x == ACL_FLOAT16 || x == ACL_BF16));
+}
+
+static int plan_rms_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *x = a[0].p, *gamma = a[1].p, *y = a[3].p, *rstd = a[4].p;
+    const double eps = a[2].f;
+    if (!gamma_ok(x->dtype, gamma->dtype)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s does not go with x dtype %s (x FLOAT: gamma "
+                       "FLOAT; x FLOAT16 / BF16: gamma of x's dtype or FLOAT)", api, pa_dtype_name(gamma->dtype),
+                       pa_dtype_name(x->dtype));
+    }
+    int rc = nn_check_same_dtype(api, "yOut", y, "x", x);
+    if (rc != ACLNN_SUCCESS) return rc;
+    /* the tiling's checks (561002) */
+    const int xn = x->ndim, gn = gamma->ndim;
+    if (xn < 1) return fail_tiling(api, "x must have 1 to 8 dims");
+    if (gn < 1) return fail_tiling(api, "gamma must have 1 to 8 dims");
+    if (gn > xn) return fail_tiling(api, "gamma must not have more dims than x");
+    if (y->ndim != xn) return fail_tiling(api, "yOut must have the dims of x");
+    for (int i = 0; i < gn; i++) {
+        if (gamma->dims[i] == 0 || gamma->dims[i] != x->dims[xn - gn + i]) {
+            char s1[160], s2[160];
+            return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma shape %s must be the last %d dims of x %s "
+                           "(none of them 0)", api, pa_shape_str(gamma->dims, gn, s1, sizeof s1), gn,
+                           pa_shape_str(x->dims, xn, s2, sizeof s2));
+        }
+    }
+    for (int i = 0; i < xn; i++) {
+        if (x->dims[i] == 0) return fail_tiling(api, "x must not be empty");
+    }
+    rc = nn_check_same_shape(api, "yOut", y, "x", x, ACLNN_ERR_INNER_TILING_ERROR);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if (rstd->ndim > xn) return fail_tiling(api, "rstdOut must not have more dims than x");
+    int64_t rows = 1;
+    for (int i = 0; i < xn - gn; i++) rows *= x->dims[i];
+    for (int i = 0; i < rstd->ndim; i++) {
+        if (rstd->dims[i] == 0 || (rstd->dims[i] != x->dims[i] && rstd->dims[i] != 1)) {
+            char s1[160], s2[160];
+            return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut shape %s: each dim must be x's (%s) or 1",
+                           api, pa_shape_str(rstd->dims, rstd->ndim, s1, sizeof s1),
+                           pa_shape_str(x->dims, xn, s2, sizeof s2));
+        }
+    }
+    if (nn_numel(rstd) != rows) {
+        return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut must hold one value per row of x (%lld), it holds "
+                       "%lld", api, (long long)rows, (long long)nn_numel(rstd));
+    }
+    if (eps < 0) return fail_tiling(api, "epsilon must not be negative");
+    nn_plan p;
+    nn_plan_init(&p, op, a, NN_RUN_RMS_NORM);
+    const int sx = p.slot[0], sg = p.slot[1], sy = p.slot[3], sr = p.slot[4];
+    nn_set_rows(&p, x->dims, xn - gn, x->dims + xn - gn, gn);
+    nn_set_lay_split(&p, sx, xn - gn);
+    nn_set_lay_split(&p, sy, xn - gn);
+    nn_set_lay(&p, sg, NULL, p.v[sg].strides);
+    p.res[sy] = x->dtype;
+    p.iv[0] = sx, p.iv[1] = sg, p.iv[2] = sy, p.iv[3] = sr, p.iv[4] = -1, p.iv[5] = -1;
+    p.dv[0] = eps;
+    p.dv[1] = 1.0f / (float)p.rlen;
+    return nn_finish(op, &p, 0, ws, ex);
+}
+
+static int plan_add_rms_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *x1 = a[0].p, *x2 = a[1].p, *gamma = a[2].p, *y = a[4].p, *rstd = a[5].p, *xo = a[6].p;
+    const double eps = a[3].f;
+    /* the outputs given choose the mode: both (AddRmsNorm), xOut only (pre), neither (post) */
+    const int mode = xo != NULL && rstd == NULL ? 1 : xo == NULL && rstd == NULL ? 2 : 0;
+    if (mode == 0 && xo == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: xOut is NULL (rstdOut is given)", api);
+    if (mode != 0 && x1->dtype == ACL_FLOAT) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: without rstdOut, x1 dtype must be FLOAT16 or BF16, got FLOAT",
+                       api);
+    }
+    int rc = nn_check_same_dtype(api, "x2", x2, "x1", x1);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_dtype(api, "gamma", gamma, "x1", x1);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_dtype(api, "yOut", y, "x1", x1);
+    if (rc == ACLNN_SUCCESS && xo != NULL) rc = nn_check_same_dtype(api, "xOut", xo, "yOut", y);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if (x1->ndim < 1 || x2->ndim < 1 || gamma->ndim < 1) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: x1, x2 and gamma must have 1 to 8 dims", api);
+    }
+    rc = nn_check_same_shape(api, "x2", x2, "x1", x1, ACLNN_ERR_PARAM_INVALID);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_shape(api, "yOut", y, "x1", x1, ACLNN_ERR_PARAM_INVALID);
+    if (rc == ACLNN_SUCCESS && xo != NULL) rc = nn_check_same_shape(api, "xOut", xo, "x1", x1, ACLNN_ERR_PARAM_INVALID);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if (mode != 0 && gamma->ndim > 2) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: without rstdOut, gamma must have at most 2 dims", api);
+    }
+    nn_plan p;
+    nn_plan_init(&p, op, a, NN_RUN_NOTHING);
+    if (nn_is_empty(x1) || nn_is_empty(gamma)) return nn_finish(op, &p, 0, ws, ex);
+    /* the kernel's shape rules: gamma = the last dims of x1 */
+    const int xn = x1->ndim, gn = gamma->ndim;
+    bool ok = gn <= xn;
+    for (int i = 0; ok && i < gn; i++) ok = gamma->dims[i] == x1->dims[xn - gn + i];
+    if (!ok) {
+        char s1[160], s2[160];
+        return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma shape %s must be the last dims of x1 %s", api,
+                       pa_shape_str(gamma->dims, gn, s1, sizeof s1), pa_shape_str(x1->dims, xn, s2, sizeof s2));
+    }
+    int64_t rows = 1;
+    for (int i = 0; i < xn - gn; i++) rows *= x1->dims[i];
+    if (rstd != NULL && nn_numel(rstd) != rows) {
+        return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut must hold one value per row of x1 (%lld), it holds "
+                       "%lld", api, (long long)rows, (long long)nn_numel(rstd));
+    }
+    if (eps < 0) return fail_tiling(api, "epsilon must not be negative");
+    p.run = NN_RUN_RMS_NORM;
+    const int sx = p.slot[0], sx2 = p.slot[1], sg = p.slot[2], sy = p.slot[4], sr = p.slot[5], sxo = p.slot[6];
+    nn_set_rows(&p, x1->dims, xn - gn, x1->dims + xn - gn, gn);
+    nn_set_lay_split(&p, sx, xn - gn);
+    nn_set_lay_split(&p, sx2, xn - gn);
+    nn_set_lay_split(&p, sy, xn - gn);
+    if (sxo >= 0) nn_set_lay_split(&p, sxo, xn - gn);
+    nn_set_lay(&p, sg, NULL, p.v[sg].strides);
+    p.iv[0] = sx, p.iv[1] = sg, p.iv[2] = sy, p.iv[3] = sr, p.iv[4] = sx2, p.iv[5] = sxo;
+    p.dv[0] = eps;
+    p.dv[1] = 1.0f / (float)p.rlen;
+    return nn_finish(op, &p, 0, ws, ex);
+}
+
+/* ---- LayerNorm ---- */
+
+/* iv: 0 input, 1 weight (-1), 2 bias (-1), 3 out, 4 mean (-1), 5 rstd (-1); dv[0] eps, dv[1] 1/n */
+static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
+    norm_ctx *c = vctx;
+    const nn_plan *p = c->p;
+    const pa_nn_vec *k = c->k;
+    const int64_t n = p->rlen;
+    const int sx = (int)p->iv[0], sw = (int)p->iv[1], sb = (int)p->iv[2], so = (int)p->iv[3];
+    float *x = nn_scratch(3, n);
+    if (x == NULL) {
+        atomic_store(&c->oom, 1);
+        return;
+    }
+    float *w = x + NN_SSTRIDE(n), *b = w + NN_SSTRIDE(n);
+    if (sw >= 0) nn_load(p, k, sw, 0, w);
+    else for (int64_t i = 0; i < n; i++) w[i] = 1.0f;
+    if (sb >= 0) nn_load(p, k, sb, 0, b);
+    else for (int64_t i = 0; i < n; i++) b[i] = 0.0f;
+    const float eps = (float)p->dv[0], inv = (float)p->dv[1];
+    for (int64_t r = r0; r < r1; r++) {
+        nn_load(p, k, sx, r, x);
+        const float mean = k->sum(x, n) * inv;
+        const float var = k->sumsqdev(x, n, mean) * inv;
+        const float rstd = 1.0f / sqrtf(var + eps);
+        for (int64_t i = 0; i < n; i++) x[i] = ((x[i] - mean) * rstd) * w[i] + b[i];
+        if (c->mean != NULL) {
+            c->mean[r] = mean;
+            c->rstd[r] = rstd;
+        }
+        nn_store(p, k, so, r, x);
+    }
+}
+
+int nn_run_layer_norm(const nn_plan *p) {
+    const bool stats = p->iv[4] >= 0 || p->iv[5] >= 0;
+    return run_rows(p, ln_rows, stats, stats, (int)p->iv[4], (int)p->iv[5]);
+}
+
+static int plan_layer_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *in = a[0].p, *w = a[2].p, *b = a[3].p, *out = a[5].p, *mean = a[6].p, *rstd = a[7].p;
+    const aclIntArray *ns = a[1].p;
+    /* dtypes: weight / bias of input's dtype or FLOAT, and alike */
+    if (w != NULL && w->dtype != ACL_FLOAT) {
+        int rc = nn_check_same_dtype(api, "weightOptional", w, "input", in);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    if (b != NULL && b->dtype != ACL_FLOAT) {
+        int rc = nn_check_same_dtype(api, "biasOptional", b, "input", in);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    if (w != NULL && b != NULL) {
+        int rc = nn_check_same_dtype(api, "biasOptional", b, "weightOptional", w);
+        if (rc != ACLNN_SUCCESS) return rc;
+    }
+    const int64_t j = (int64_t)ns->size;
+    if (j > 8) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape must have at most 8 dims, got %lld", api,
+                              (long long)j);
+    if (j < 1) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape must not be empty", api);
+    if (in->ndim < j) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: input must have at least %lld dims (normalizedShape), got %d",
+                       api, (long long)j, (int)in->ndim);
+    }
+    if (w != NULL && w->ndim != j) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: weightOptional must have %lld dims, got %d", api, (long long)j,
+                       (int)w->ndim);
+    }
+    if (b != NULL && b->ndim != j) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: biasOptional must have %lld dims, got %d", api, (long long)j,
+                       (int)b->ndim);
+    }
+    const int axis = in->ndim - (int)j;
+    for (int64_t i = 0; i < j; i++) {
+        const int64_t d = ns->values[i];
+        if (d != in->dims[axis + i] || (w != NULL && d != w->dims[i]) || (b != NULL && d != b->dims[i])) {
+            char s1[160];
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape[%lld] = %lld must equal input dim %lld (%lld) "
+                           "and the weight's and bias's dim %lld (input %s)", api, (long long)i, (long long)d,
+                           (long long)(axis + i), (long long)in->dims[axis + i], (long long)i,
+                           pa_shape_str(in->dims, in->ndim, s1, sizeof s1));
+        }
+    }
+    int rc = nn_check_same_shape(api, "out", out, "input", in, ACLNN_ERR_PARAM_INVALID);
+    if (rc != ACLNN_SUCCESS) return rc;
+    int64_t M = 1, N = 1;
+    for (int i = 0; i < axis; i++) M *= in->dims[i];
+    for (int i = axis; i < in->ndim; i++) N *= in->dims[i];
+    /* mean / rstd: one value per row (CANN's are [A.., 1..]) */
+    const aclTensor *st[2] = {mean, rstd};
+    const char *stn[2] = {"meanOutOptional", "rstdOutOptional"};
+    for (int i = 0; i < 2; i++) {
+        if (st[i] != NULL && M != 0 && nn_numel(st[i]) != M) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must hold one value per row of input (%lld), it holds "
+                           "%lld", api, stn[i], (long long)M, (long long)nn_numel(st[i]));
+        }
+    }
+    nn_plan p;
+    nn_plan_init(&p, op, a, NN_RUN_NOTHING);
+    if (M == 0) return nn_finish(op, &p, 0, ws, ex);
+    const int sx = p.slot[0], sw = p.slot[2], sb = p.slot[3], so = p.slot[5], sm = p.slot[6], sr = p.slot[7];
+    /* the statistics' dtype before the cast to the outputs: the weight's (the bias's, the input's) */
+    const aclDataType pdt = w != NULL ? w->dtype : b != NULL ? b->dtype : in->dtype;
+    if (sm >= 0) p.res[sm] = pdt;
+    if (sr >= 0) p.res[sr] = pdt;
+    if (N == 0) { /* CANN: mean 0, rstd NaN */
+        p.run = NN_RUN_FILL;
+        int nf = 0;
+        if (sm >= 0) p.iv[1 + 2 * nf] = sm, p.dv[nf++] = 0.0;
+        if (sr >= 0) p.iv[1 + 2 * nf] = sr, p.dv[nf++] = NAN;
+        p.iv[0] = nf;
+        return nn_finish(op, &p, 0, ws, ex);
+    }
+    p.run = NN_RUN_LAYER_NORM;
+    nn_set_rows(&p, in->dims, axis, in->dims + axis, (int)j);
+    nn_set_lay_split(&p, sx, axis);
+    nn_set_lay_split(&p, so, axis);
+    if (sw >= 0) nn_set_lay(&p, sw, NULL, p.v[sw].strides);
+    if (sb >= 0) nn_set_lay(&p, sb, NULL, p.v[sb].strides);
+    p.res[so] = in->dtype;
+    p.iv[0] = sx, p.iv[1] = sw, p.iv[2] = sb, p.iv[3] = so, p.iv[4] = sm, p.iv[5] = sr;
+    p.dv[0] = a[4].f;
+    p.dv[1] = 1.0f / (float)N;
+    return nn_finish(op, &p, 0, ws, ex);
+}
+
+/* ---- GroupNorm ---- */
+
+/* iv: 0 self, 1 gamma (-1), 2 beta (-1), 3 out, 4 mean, 5 rstd; dv[0] eps, dv[1] 1/n */
+static void gn_rows(void *vctx, int64_t r0, int64_t r1) {
+    norm_ctx *c = vctx;
+    const nn_plan *p = c->p;
+    const pa_nn_vec *k = c->k;
+    const int64_t n = p->rlen;
+    const int sx = (int)p->iv[0], sg = (int)p->iv[1], sb = (int)p->iv[2], so = (int)p->iv[3];
+    float *x = nn_scratch(3, n);
+    if (x == NULL) {
+        atomic_store(&c->oom, 1);
+        return;
+    }
+    float *g = x + NN_SSTRIDE(n), *b = g + NN_SSTRIDE(n);
+    if (sg < 0) for (int64_t i = 0; i < n; i++) g[i] = 1.0f;
+    if (sb < 0) for (int64_t i = 0; i < n; i++) b[i] = 0.0f;
+    const float eps = (float)p->dv[0], inv = (float)p->dv[1];
+    for (int64_t r = r0; r < r1; r++) {
+        nn_load(p, k, sx, r, x);
+        if (sg >= 0) nn_load(p, k, sg, r, g);
+        if (sb >= 0) nn_load(p, k, sb, r, b);
+        const float mean = k->sum(x, n) * inv;
+        const float rstd = 1.0f / sqrtf((k->sumsq(x, n) * inv - mean * mean) + eps);
+        for (int64_t i = 0; i < n; i++) {
+            const float scale = rstd * g[i];
+            const float bias = -scale * mean + b[i];
+            x[i] = x[i] * scale + bias;
+        }
+        c->mean[r] = mean;
+        c->rstd[r] = rstd;
+        nn_store(p, k, so, r, x);
+    }
+}
+
+int nn_run_group_norm(const nn_plan *p) {
+    return run_rows(p, gn_rows, true, true, (int)p->iv[4], (int)p->iv[5]);
+}
+
+static int plan_group_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *x = a[0].p, *gamma = a[1].p, *beta = a[2].p, *out = a[8].p, *mean = a[9].p, *rstd = a[10].p;
+    const int64_t N = a[3].i, C = a[4].i, HxW = a[5].i, G = a[6].i;
+    const double eps = a[7].f;
+    int rc = ACLNN_SUCCESS;
+    if (gamma != NULL) rc = nn_check_same_dtype(api, "gamma", gamma, "self", x);
+    if (rc == ACLNN_SUCCESS && beta != NULL) rc = nn_check_same_dtype(api, "beta", beta, "self", x);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_dtype(api, "out", out, "self", x);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_dtype(api, "meanOut", mean, "self", x);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_dtype(api, "rstdOut", rstd, "self", x);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if (G <= 0) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: group must be greater than 0, got %lld", api, (long long)G);
+    if (C % G != 0) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: C (%lld) must be divisible by group (%lld)", api, (long long)C,
+                       (long long)G);
+    }
+    if (!(eps > 0.0)) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: eps must be greater than 0, got %g", api, eps);
+    if (x->ndim < 2) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self must have 2 to 8 dims, got %d", api, (int)x->ndim);
+    rc = nn_check_same_shape(api, "out", out, "self", x, ACLNN_ERR_PARAM_INVALID);
+    const int64_t mv[2] = {N, G};
+    if (rc == ACLNN_SUCCESS) rc = nn_check_shape(api, "meanOut", mean, 2, mv, ACLNN_ERR_PARAM_INVALID);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_shape(api, "rstdOut", rstd, 2, mv, ACLNN_ERR_PARAM_INVALID);
+    if (rc != ACLNN_SUCCESS) return rc;
+    int64_t hw = 1;
+    for (int i = 2; i < x->ndim; i++) hw *= x->dims[i];
+    if (x->dims[0] != N || x->dims[1] != C || hw != HxW) {
+        char s1[160];
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self shape %s must be [N, C, ...] with N = %lld, C = %lld and the "
+                       "other dims holding HxW = %lld elements", api, pa_shape_str(x->dims, x->ndim, s1, sizeof s1),
+                       (long long)N, (long long)C, (long long)HxW);
+    }
+    const aclTensor *gb[2] = {gamma, beta};
+    const char *gbn[2] = {"gamma", "beta"};
+    for (int i = 0; i < 2; i++) {
+        if (gb[i] != NULL && (gb[i]->ndim != 1 || gb[i]->dims[0] != C)) {
+            char s1[160];
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must be 1-D of C = %lld elements, got shape %s", api, gbn[i],
+                           (long long)C, pa_shape_str(gb[i]->dims, gb[i]->ndim, s1, sizeof s1));
+        }
+    }
+    if (x->format != out->format) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self format %s and out format %s must be the same", api,
+                       pa_format_name(x->format), pa_format_name(out->format));
+    }
+    if (x->format == ACL_FORMAT_NHWC || x->format == ACL_FORMAT_HWCN || x->format == ACL_FORMAT_NDHWC) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self format %s is not supported (ND, NCL, NCHW or NCDHW)", api,
+                       pa_format_name(x->format));
+    }
+    nn_plan p;
+    nn_plan_init(&p, op, a, NN_RUN_GROUP_NORM);
+    const int sx = p.slot[0], sg = p.slot[1], sb = p.slot[2], so = p.slot[8], sm = p.slot[9], sr = p.slot[10];
+    if (nn_is_empty(x)) { /* CANN: mean 0, rstd NaN */
+        p.run = NN_RUN_FILL;
+        p.iv[0] = 2, p.iv[1] = sm, p.dv[0] = 0.0, p.iv[3] = sr, p.dv[1] = NAN;
+        return nn_finish(op, &p, 0, ws, ex);
+    }
+    /* rows (n, g): outer [N, G], row [C/G, dims 2..] */
+    const int64_t cg = C / G;
+    int64_t od[2] = {N, G}, rd[PA_MAX_DIMS];
+    rd[0] = cg;
+    for (int i = 2; i < x->ndim; i++) rd[i - 1] = x->dims[i];
+    nn_set_rows(&p, od, 2, rd, x->ndim - 1);
+    const int slots[2] = {sx, so};
+    for (int i = 0; i < 2; i++) {
+        const pa_tview *v = &p.v[slots[i]];
+        int64_t ost[2] = {v->strides[0], v->strides[1] * cg}, rst[PA_MAX_DIMS];
+        rst[0] = v->strides[1];
+        for (int d = 2; d < v->ndim; d++) rst[d - 1] = v->strides[d];
+        nn_set_lay(&p, slots[i], ost, rst);
+    }
+    const int gslots[2] = {sg, sb};
+    for (int i = 0; i < 2; i++) {
+        if (gslots[i] < 0) continue;
+        const int64_t s = p.v[gslots[i]].strides[0];
+        int64_t ost[2] = {0, s * cg}, rst[PA_MAX_DIMS] = {0};
+        rst[0] = s;
+        nn_set_lay(&p, gslots[i], ost, rst);
+    }
+    p.iv[0] = sx, p.iv[1] = sg, p.iv[2] = sb, p.iv[3] = so, p.iv[4] = sm, p.iv[5] = sr;
+    p.dv[0] = eps;
+    p.dv[1] = 1.0f / (float)p.rlen;
+    return nn_finish(op, &p, 0, ws, ex);
+}
+
+/* ---- dispatch ---- */
+
+int nn_run_rms_norm_grad(const nn_plan *p) {
+    return pa_fail(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not implemented", p->api);
+}
+int nn_run_layer_norm_grad(const nn_plan *p) {
+    return pa_fail(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not implemented", p->api);
+}
+
+int nn_plan_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    switch (op->kernel) {
+    case PA_NN_RMS_NORM: return plan_rms_norm(op, a, ws, ex);
+    case PA_NN_ADD_RMS_NORM: return plan_add_rms_norm(op, a, ws, ex);
+    case PA_NN_LAYER_NORM: return plan_layer_norm(op, a, ws, ex);
+    case PA_NN_GROUP_NORM: return plan_group_norm(op, a, ws, ex);
+    default:
+        return pa_fail(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: %s is not implemented by pyaclnn", op->ws_api,
+                       op->launch.name);
+    }
+}

@@ -1,0 +1,52 @@
+"""The NN family (native/ops/nn/, kernels in native/kernels/nn/): softmax and its
+gradient, the norms and theirs, the gated activations, rotary position
+embedding, the losses. Prototypes, A2 dtypes and rules from the vendor's
+ops-nn / ops-transformer sources (op_api, op_host defs, kernels)."""
+from . import ANY, ALL12, FLOAT3, FLOAT4, FLOAT_OUT, op  # noqa: F401
+
+
+T = "const aclTensor* "
+F32 = "f32"
+
+# name -> (header, prototype, kernel, ins, outs, per-parameter dtypes, other Op fields)
+ROWS = [
+    ("Softmax", "aclnn_softmax.h", T + "self, int64_t dim, aclTensor* out", "SOFTMAX", FLOAT4, FLOAT4, {}, dict(
+        note="computed in self's dtype (fp32 for fp16 / bf16, fp64 for DOUBLE), rounded to it, then cast to out's; "
+             "rows along dim, fixed-order sums (bits independent of threads and ISA); an empty self returns at "
+             "once")),
+    ("LogSoftmax", "aclnn_logsoftmax.h", T + "self, int64_t dim, aclTensor* out", "LOG_SOFTMAX", FLOAT4, FLOAT4,
+     {}, dict(note="self cast to out's dtype first, computed and rounded in it: (x - max) - log(sum exp)")),
+    ("SoftmaxBackward", "aclnn_softmax_backward.h",
+     T + "gradOutput, " + T + "output, int64_t dim, aclTensor* out", "SOFTMAX_BACKWARD", FLOAT3, FLOAT3, {}, dict(
+         note="out = y * (dy - sum(dy * y)) in fp32, rounded to gradOutput's dtype, cast to out's; gradOutput and "
+              "output of one dtype and shape")),
+    ("LogSoftmaxBackward", "aclnn_logsoftmax_backward.h",
+     T + "gradOutput, " + T + "output, int64_t dim, aclTensor* out", "LOG_SOFTMAX_BACKWARD", FLOAT3, FLOAT3, {},
+     dict(note="out = dy - exp(y) * sum(dy) in fp32")),
+    ("RmsNorm", "aclnn_rms_norm.h", "const aclTensor *x, const aclTensor *gamma, double epsilon, "
+     "const aclTensor *yOut, const aclTensor *rstdOut", "RMS_NORM", FLOAT3, FLOAT3, {"rstdOut": F32}, dict(
+         note="gamma = the last dims of x (x FLOAT16 / BF16 take gamma of their dtype or FLOAT); rstd = "
+              "1/sqrt(sum(x^2)/n + eps), y = (x*rstd)*gamma in fp32, rounded once; shape errors are the tiling's "
+              "561002; rstdOut one value per row")),
+    ("AddRmsNorm", "aclnn_add_rms_norm.h", T + "x1, " + T + "x2, " + T + "gamma, double epsilon, aclTensor* yOut, "
+     "aclTensor* rstdOut, aclTensor* xOut", "ADD_RMS_NORM", FLOAT3, FLOAT3, {"rstdOut": F32}, dict(
+         flags=("optional:rstdOut", "optional:xOut"),
+         note="xOut = x1 + x2, yOut = rmsnorm(xOut) * gamma with the vendor kernel's 16-bit roundings; without "
+              "rstdOut (and xOut) the 16-bit-only pre / post modes")),
+    ("LayerNorm", "aclnn_layer_norm.h", "const aclTensor* input, const aclIntArray* normalizedShape, "
+     "const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out, "
+     "aclTensor* meanOutOptional, aclTensor* rstdOutOptional", "LAYER_NORM", FLOAT3, FLOAT3, {}, dict(
+         note="two-pass mean / variance in fp32; weight / bias of input's dtype or FLOAT (NULL: ones / zeros); mean "
+              "and rstd rounded to the weight's (bias's, input's) dtype, then cast; one value per row; an empty "
+              "normalized part gives mean 0, rstd NaN")),
+    ("GroupNorm", "aclnn_group_norm.h", T + "self, const aclTensor* gamma, const aclTensor* beta, int64_t N, "
+     "int64_t C, int64_t HxW, int64_t group, double eps, aclTensor* out, aclTensor* meanOut, aclTensor* rstdOut",
+     "GROUP_NORM", FLOAT3, FLOAT3, {}, dict(
+         flags=("optional:gamma", "optional:beta"),
+         note="gamma / beta may be NULL (ones / zeros, as CANN); the vendor kernel's one-pass variance; mean / rstd "
+              "(N, group) of self's dtype, written after the rows (overlapping views give the same bits every "
+              "run); an empty self gives mean 0, rstd NaN")),
+]
+
+for _n, _h, _p, _k, _ins, _outs, _dts, _kw in ROWS:
+    op(_n, _h, _p, family="nn", kernel=_k, ins=_ins, outs=_outs, dtypes=_dts, **_kw)
