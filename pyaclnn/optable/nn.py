@@ -46,6 +46,18 @@ ROWS = [
          note="gamma / beta may be NULL (ones / zeros, as CANN); the vendor kernel's one-pass variance; mean / rstd "
               "(N, group) of self's dtype, written after the rows (overlapping views give the same bits every "
               "run); an empty self gives mean 0, rstd NaN")),
+    ("SwiGlu", "aclnn_swi_glu.h", "const aclTensor *x, int64_t dim, const aclTensor *out", "SWI_GLU", FLOAT3,
+     FLOAT3, {}, dict(note="out = silu(A) * B for the halves A, B of x along dim (fp32: (1/(1+exp(-A)))*A*B; "
+                           "16-bit: (A/(1+exp(-A)))*B in fp32, rounded once); odd dim or a wrong out shape: 561002")),
+    ("GeGluV3", "aclnn_geglu.h", T + "self, int64_t dim, int64_t approximate, bool activateLeft, aclTensor* out, "
+     "aclTensor* outGelu", "GE_GLU_V3", FLOAT3, FLOAT3, {}, dict(
+         note="outGelu = gelu(the activated half), out = outGelu * the other; approximate 0 = erf (the vendor "
+              "kernel's exp form), 1 = tanh; activateLeft picks A; fp16 rounds gelu before the product")),
+    ("RotaryPositionEmbedding", "aclnn_rotary_position_embedding.h",
+     "const aclTensor* x, const aclTensor* cos, const aclTensor* sin, int64_t mode, aclTensor* out", "ROPE", FLOAT3,
+     FLOAT3, {}, dict(
+         note="A2 modes 0 (half / rotate_half) and 1 (interleave) over the last dim (even, < 896); x 3-D or 4-D, "
+              "cos / sin of x's dtype broadcast to it; computed in fp32; shape and mode errors: 561002")),
 ]
 
 for _n, _h, _p, _k, _ins, _outs, _dts, _kw in ROWS:

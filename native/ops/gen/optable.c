@@ -7783,6 +7783,97 @@ PA_API aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize, aclOp
     return pa_executor_launch(&pa_op_GroupNorm.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnSwiGlu ---- */
+static const pa_param pa_params_SwiGlu[] = {
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_SwiGlu[] = {"x"};
+static const char *const pa_out_SwiGlu[] = {"out"};
+static const pa_op pa_op_SwiGlu = {
+    .ws_api = "aclnnSwiGluGetWorkspaceSize",
+    .launch = {"aclnnSwiGlu", pa_run_nn, pa_in_SwiGlu, pa_out_SwiGlu},
+    .kernel = PA_NN_SWI_GLU,
+    .params = pa_params_SwiGlu,
+    .nparams = 3,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor* x, int64_t dim, const aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_SwiGlu, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSwiGlu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SwiGlu.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnGeGluV3 ---- */
+static const pa_param pa_params_GeGluV3[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"approximate", PA_P_INT, PA_IN, 0, 0},
+    {"activateLeft", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"outGelu", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_GeGluV3[] = {"self", "outGelu"};
+static const char *const pa_out_GeGluV3[] = {"out"};
+static const pa_op pa_op_GeGluV3 = {
+    .ws_api = "aclnnGeGluV3GetWorkspaceSize",
+    .launch = {"aclnnGeGluV3", pa_run_nn, pa_in_GeGluV3, pa_out_GeGluV3},
+    .kernel = PA_NN_GE_GLU_V3,
+    .params = pa_params_GeGluV3,
+    .nparams = 6,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnGeGluV3GetWorkspaceSize(const aclTensor* self, int64_t dim, int64_t approximate,
+        bool activateLeft, aclTensor* out, aclTensor* outGelu, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.i = (int64_t)approximate}, {.b = activateLeft}, {.p = out}, {.p = outGelu}};
+    return pa_op_plan(&pa_op_GeGluV3, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGeGluV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_GeGluV3.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRotaryPositionEmbedding ---- */
+static const pa_param pa_params_RotaryPositionEmbedding[] = {
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"cos", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"sin", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mode", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_RotaryPositionEmbedding[] = {"x", "cos", "sin"};
+static const char *const pa_out_RotaryPositionEmbedding[] = {"out"};
+static const pa_op pa_op_RotaryPositionEmbedding = {
+    .ws_api = "aclnnRotaryPositionEmbeddingGetWorkspaceSize",
+    .launch = {"aclnnRotaryPositionEmbedding", pa_run_nn, pa_in_RotaryPositionEmbedding, pa_out_RotaryPositionEmbedding},
+    .kernel = PA_NN_ROPE,
+    .params = pa_params_RotaryPositionEmbedding,
+    .nparams = 5,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor* x, const aclTensor* cos,
+        const aclTensor* sin, int64_t mode, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = cos}, {.p = sin}, {.i = (int64_t)mode}, {.p = out}};
+    return pa_op_plan(&pa_op_RotaryPositionEmbedding, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRotaryPositionEmbedding(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RotaryPositionEmbedding.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnMm ---- */
 static const pa_param pa_params_Mm[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, 0},
@@ -8083,36 +8174,6 @@ PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogits(void *workspace, uint64_t 
     return pa_executor_launch(&pa_op_SoftmaxCrossEntropyWithLogits.launch, workspace, workspaceSize, executor, stream);
 }
 
-/* ---- aclnnRotaryPositionEmbedding ---- */
-static const pa_param pa_params_RotaryPositionEmbedding[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
-    {"cos", PA_P_TENSOR, PA_IN, 0, 0},
-    {"sin", PA_P_TENSOR, PA_IN, 0, 0},
-    {"mode", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RotaryPositionEmbedding[] = {"x", "cos", "sin"};
-static const char *const pa_out_RotaryPositionEmbedding[] = {"out"};
-static const pa_op pa_op_RotaryPositionEmbedding = {
-    .ws_api = "aclnnRotaryPositionEmbeddingGetWorkspaceSize",
-    .launch = {"aclnnRotaryPositionEmbedding", pa_run_none, pa_in_RotaryPositionEmbedding, pa_out_RotaryPositionEmbedding},
-    .params = pa_params_RotaryPositionEmbedding,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor* x, const aclTensor* cos,
-        const aclTensor* sin, int64_t mode, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x}, {.p = cos}, {.p = sin}, {.i = (int64_t)mode}, {.p = out}};
-    return pa_op_plan(&pa_op_RotaryPositionEmbedding, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRotaryPositionEmbedding(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RotaryPositionEmbedding.launch, workspace, workspaceSize, executor, stream);
-}
-
 /* ---- aclnnFusedInferAttentionScoreV2 ---- */
 static const pa_param pa_params_FusedInferAttentionScoreV2[] = {
     {"query", PA_P_TENSOR, PA_IN, 0, 0},
@@ -8325,64 +8386,6 @@ PA_API aclnnStatus aclnnMaxPoolGetWorkspaceSize(const aclTensor* self, const acl
 PA_API aclnnStatus aclnnMaxPool(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_MaxPool.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnSwiGlu ---- */
-static const pa_param pa_params_SwiGlu[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_SwiGlu[] = {"x"};
-static const char *const pa_out_SwiGlu[] = {"out"};
-static const pa_op pa_op_SwiGlu = {
-    .ws_api = "aclnnSwiGluGetWorkspaceSize",
-    .launch = {"aclnnSwiGlu", pa_run_none, pa_in_SwiGlu, pa_out_SwiGlu},
-    .params = pa_params_SwiGlu,
-    .nparams = 3,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor* x, int64_t dim, const aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x}, {.i = (int64_t)dim}, {.p = out}};
-    return pa_op_plan(&pa_op_SwiGlu, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnSwiGlu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_SwiGlu.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnGeGluV3 ---- */
-static const pa_param pa_params_GeGluV3[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"approximate", PA_P_INT, PA_IN, 0, 0},
-    {"activateLeft", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"outGelu", PA_P_TENSOR, PA_IN, 0, 0},
-};
-static const char *const pa_in_GeGluV3[] = {"self", "outGelu"};
-static const char *const pa_out_GeGluV3[] = {"out"};
-static const pa_op pa_op_GeGluV3 = {
-    .ws_api = "aclnnGeGluV3GetWorkspaceSize",
-    .launch = {"aclnnGeGluV3", pa_run_none, pa_in_GeGluV3, pa_out_GeGluV3},
-    .params = pa_params_GeGluV3,
-    .nparams = 6,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnGeGluV3GetWorkspaceSize(const aclTensor* self, int64_t dim, int64_t approximate,
-        bool activateLeft, aclTensor* out, aclTensor* outGelu, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.i = (int64_t)approximate}, {.b = activateLeft}, {.p = out}, {.p = outGelu}};
-    return pa_op_plan(&pa_op_GeGluV3, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnGeGluV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_GeGluV3.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnCalculateMatmulWeightSizeV2 ---- */

@@ -184,11 +184,14 @@ float nn_round_to(aclDataType dt, float v) {
     } while (0)
 
 void nn_load(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, float *dst) {
+    nn_load_off(p, k, s, nn_row_off(p, s, r), dst);
+}
+
+void nn_load_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t o, float *dst) {
     const pa_tview *v = &p->v[s];
     const nn_lay *l = &p->lay[s];
     const size_t es = pa_dtype_size(v->dtype);
     const char *base = (const char *)pa_tview_ptr(v);
-    const int64_t o = nn_row_off(p, s, r);
     const int64_t n = p->rlen;
     if (l->contig) {
         const char *src = base + o * (int64_t)es;
@@ -213,11 +216,14 @@ void nn_load_d(const nn_plan *p, int s, int64_t r, double *dst) {
 }
 
 void nn_store(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, const float *src) {
+    nn_store_off(p, k, s, nn_row_off(p, s, r), src);
+}
+
+void nn_store_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t o, const float *src) {
     const pa_tview *v = &p->v[s];
     const nn_lay *l = &p->lay[s];
     const size_t es = pa_dtype_size(v->dtype);
     char *base = (char *)pa_tview_ptr(v);
-    const int64_t o = nn_row_off(p, s, r);
     const int64_t n = p->rlen;
     const aclDataType res = p->res[s];
     const bool direct = res == v->dtype || res == ACL_FLOAT || res == ACL_DOUBLE;

@@ -116,6 +116,9 @@ void nn_load(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, float *dst)
 /* Stores n = rlen fp32 values as row r of output slot s, rounded to
  * p->res[s], then converted to the slot's dtype. */
 void nn_store(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, const float *src);
+/* ... with the row's first element at element offset `off` of the slot. */
+void nn_load_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t off, float *dst);
+void nn_store_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t off, const float *src);
 /* The double versions (DOUBLE compute). */
 void nn_load_d(const nn_plan *p, int s, int64_t r, double *dst);
 void nn_store_d(const nn_plan *p, int s, int64_t r, const double *src);
