@@ -28,8 +28,6 @@ LATER = [
     # NN (issue 25)
     ("TriangularSolve", "aclnn_triangular_solve.h", T + "self, const aclTensor* A, bool upper, bool transpose, "
      "bool unitriangular, aclTensor* xOut, aclTensor* mOut", 25),
-    ("SoftmaxCrossEntropyWithLogits", "aclnn_softmax_cross_entropy_with_logits.h",
-     "const aclTensor* features, aclTensor* labels, aclTensor* loss, aclTensor* backprop", 25),
     ("FusedInferAttentionScoreV2", "aclnn_fused_infer_attention_score_v2.h",
      "const aclTensor *query, const aclTensorList *key, const aclTensorList *value, "
      "const aclTensor *pseShiftOptional, const aclTensor *attenMaskOptional, "

@@ -58,6 +58,23 @@ ROWS = [
      FLOAT3, {}, dict(
          note="A2 modes 0 (half / rotate_half) and 1 (interleave) over the last dim (even, < 896); x 3-D or 4-D, "
               "cos / sin of x's dtype broadcast to it; computed in fp32; shape and mode errors: 561002")),
+    ("SoftmaxCrossEntropyWithLogits", "aclnn_softmax_cross_entropy_with_logits.h",
+     "const aclTensor* features, aclTensor* labels, aclTensor* loss, aclTensor* backprop", "SOFTMAX_CE", FLOAT3,
+     FLOAT3, {}, dict(
+         flags=("out:loss", "out:backprop"),
+         note="features / labels 2-D [N, C] of one shape; loss[n] = -sum labels * log_softmax(features), backprop = "
+              "softmax(features) - labels, in fp32, rounded to features' dtype (loss, backprop of that dtype)")),
+    ("NLLLoss", "aclnn_nll_loss.h", T + "self, " + T + "target, " + T + "weight, int64_t reduction, "
+     "int64_t ignoreIndex, aclTensor* out, aclTensor* totalWeightOut", "NLL_LOSS", FLOAT3, FLOAT3,
+     {"target": "s64 u8 s32"}, dict(
+         note="reduction 0 none / 1 mean / 2 sum; ignoreIndex rows count 0; fixed-order sums in fp32 (CANN: "
+              "non-deterministic atomics); targets outside [0, C) fail the launch (361001) before any write; an empty "
+              "self gives out NaN (mean) / 0 (sum) and totalWeight 0")),
+    ("NLLLossBackward", "aclnn_nll_loss_backward.h", T + "gradOutput, " + T + "self, " + T + "target, " + T +
+     "weight, int64_t reduction, int64_t ignoreIndex, " + T + "totalWeight, aclTensor* out", "NLL_LOSS_BACKWARD",
+     FLOAT3, FLOAT3, {"target": "s64 u8 s32"}, dict(
+         note="out = 0 but out[n, target] = -weight[target] * gradOutput (/ totalWeight for mean); targets checked "
+              "at launch (361001)")),
 ]
 
 for _n, _h, _p, _k, _ins, _outs, _dts, _kw in ROWS:

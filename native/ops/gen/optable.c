@@ -7874,6 +7874,105 @@ PA_API aclnnStatus aclnnRotaryPositionEmbedding(void *workspace, uint64_t worksp
     return pa_executor_launch(&pa_op_RotaryPositionEmbedding.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnSoftmaxCrossEntropyWithLogits ---- */
+static const pa_param pa_params_SoftmaxCrossEntropyWithLogits[] = {
+    {"features", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"labels", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"loss", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"backprop", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_SoftmaxCrossEntropyWithLogits[] = {"features", "labels"};
+static const char *const pa_out_SoftmaxCrossEntropyWithLogits[] = {"loss", "backprop"};
+static const pa_op pa_op_SoftmaxCrossEntropyWithLogits = {
+    .ws_api = "aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize",
+    .launch = {"aclnnSoftmaxCrossEntropyWithLogits", pa_run_nn, pa_in_SoftmaxCrossEntropyWithLogits, pa_out_SoftmaxCrossEntropyWithLogits},
+    .kernel = PA_NN_SOFTMAX_CE,
+    .params = pa_params_SoftmaxCrossEntropyWithLogits,
+    .nparams = 4,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor* features, aclTensor* labels,
+        aclTensor* loss, aclTensor* backprop, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = features}, {.p = labels}, {.p = loss}, {.p = backprop}};
+    return pa_op_plan(&pa_op_SoftmaxCrossEntropyWithLogits, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogits(void *workspace, uint64_t workspaceSize,
+        aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SoftmaxCrossEntropyWithLogits.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnNLLLoss ---- */
+static const pa_param pa_params_NLLLoss[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x218) /* s64 u8 s32 */},
+    {"weight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"ignoreIndex", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"totalWeightOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_NLLLoss[] = {"self", "target", "weight"};
+static const char *const pa_out_NLLLoss[] = {"out", "totalWeightOut"};
+static const pa_op pa_op_NLLLoss = {
+    .ws_api = "aclnnNLLLossGetWorkspaceSize",
+    .launch = {"aclnnNLLLoss", pa_run_nn, pa_in_NLLLoss, pa_out_NLLLoss},
+    .kernel = PA_NN_NLL_LOSS,
+    .params = pa_params_NLLLoss,
+    .nparams = 7,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnNLLLossGetWorkspaceSize(const aclTensor* self, const aclTensor* target,
+        const aclTensor* weight, int64_t reduction, int64_t ignoreIndex, aclTensor* out, aclTensor* totalWeightOut,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.p = weight}, {.i = (int64_t)reduction}, {.i = (int64_t)ignoreIndex}, {.p = out}, {.p = totalWeightOut}};
+    return pa_op_plan(&pa_op_NLLLoss, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnNLLLoss(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_NLLLoss.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnNLLLossBackward ---- */
+static const pa_param pa_params_NLLLossBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x218) /* s64 u8 s32 */},
+    {"weight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"ignoreIndex", PA_P_INT, PA_IN, 0, 0},
+    {"totalWeight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_NLLLossBackward[] = {"gradOutput", "self", "target", "weight", "totalWeight"};
+static const char *const pa_out_NLLLossBackward[] = {"out"};
+static const pa_op pa_op_NLLLossBackward = {
+    .ws_api = "aclnnNLLLossBackwardGetWorkspaceSize",
+    .launch = {"aclnnNLLLossBackward", pa_run_nn, pa_in_NLLLossBackward, pa_out_NLLLossBackward},
+    .kernel = PA_NN_NLL_LOSS_BACKWARD,
+    .params = pa_params_NLLLossBackward,
+    .nparams = 8,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnNLLLossBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        const aclTensor* target, const aclTensor* weight, int64_t reduction, int64_t ignoreIndex,
+        const aclTensor* totalWeight, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = target}, {.p = weight}, {.i = (int64_t)reduction}, {.i = (int64_t)ignoreIndex}, {.p = totalWeight}, {.p = out}};
+    return pa_op_plan(&pa_op_NLLLossBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnNLLLossBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_NLLLossBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnMm ---- */
 static const pa_param pa_params_Mm[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, 0},
@@ -8144,34 +8243,6 @@ PA_API aclnnStatus aclnnTriangularSolveGetWorkspaceSize(const aclTensor* self, c
 PA_API aclnnStatus aclnnTriangularSolve(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_TriangularSolve.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnSoftmaxCrossEntropyWithLogits ---- */
-static const pa_param pa_params_SoftmaxCrossEntropyWithLogits[] = {
-    {"features", PA_P_TENSOR, PA_IN, 0, 0},
-    {"labels", PA_P_TENSOR, PA_IN, 0, 0},
-    {"loss", PA_P_TENSOR, PA_IN, 0, 0},
-    {"backprop", PA_P_TENSOR, PA_IN, 0, 0},
-};
-static const char *const pa_in_SoftmaxCrossEntropyWithLogits[] = {"features", "labels", "loss", "backprop"};
-static const pa_op pa_op_SoftmaxCrossEntropyWithLogits = {
-    .ws_api = "aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize",
-    .launch = {"aclnnSoftmaxCrossEntropyWithLogits", pa_run_none, pa_in_SoftmaxCrossEntropyWithLogits, NULL},
-    .params = pa_params_SoftmaxCrossEntropyWithLogits,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor* features, aclTensor* labels,
-        aclTensor* loss, aclTensor* backprop, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = features}, {.p = labels}, {.p = loss}, {.p = backprop}};
-    return pa_op_plan(&pa_op_SoftmaxCrossEntropyWithLogits, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogits(void *workspace, uint64_t workspaceSize,
-        aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_SoftmaxCrossEntropyWithLogits.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnFusedInferAttentionScoreV2 ---- */
