@@ -33,12 +33,26 @@ ROWS = [
          flags=("optional:rstdOut", "optional:xOut"),
          note="xOut = x1 + x2, yOut = rmsnorm(xOut) * gamma with the vendor kernel's 16-bit roundings; without "
               "rstdOut (and xOut) the 16-bit-only pre / post modes")),
+    ("RmsNormGrad", "aclnn_rms_norm_grad.h", "const aclTensor *dy, const aclTensor *x, const aclTensor *rstd, "
+     "const aclTensor *gamma, const aclTensor *dxOut, const aclTensor *dgammaOut", "RMS_NORM_GRAD", FLOAT3, FLOAT3,
+     {"rstd": F32, "dgammaOut": F32}, dict(
+         note="dx = (dy*g - mean(dy*g*xr) * xr) * rstd with xr = x*rstd (fp16 with fp16 gamma: the kernel's fp16 "
+              "intermediates); dgamma = sum over rows of dy*xr in a fixed chunk order (CANN: atomics)")),
     ("LayerNorm", "aclnn_layer_norm.h", "const aclTensor* input, const aclIntArray* normalizedShape, "
      "const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out, "
      "aclTensor* meanOutOptional, aclTensor* rstdOutOptional", "LAYER_NORM", FLOAT3, FLOAT3, {}, dict(
          note="two-pass mean / variance in fp32; weight / bias of input's dtype or FLOAT (NULL: ones / zeros); mean "
               "and rstd rounded to the weight's (bias's, input's) dtype, then cast; one value per row; an empty "
               "normalized part gives mean 0, rstd NaN")),
+    ("LayerNormBackward", "aclnn_layer_norm_backward.h", T + "gradOut, " + T + "input, "
+     "const aclIntArray* normalizedShape, " + T + "mean, " + T + "rstd, " + T + "weightOptional, " + T +
+     "biasOptional, const aclBoolArray* outputMask, aclTensor* gradInputOut, aclTensor* gradWeightOut, "
+     "aclTensor* gradBiasOut", "LAYER_NORM_BACKWARD", FLOAT3, FLOAT3, {}, dict(
+         roles="- - - - - - - - o o o",
+         flags=("optional:gradInputOut", "optional:gradWeightOut", "optional:gradBiasOut"),
+         note="outputMask (3 entries) picks the outputs (NULL where it is false); dx = (dy*w - xhat*mean(dy*w*xhat) "
+              "- mean(dy*w)) * rstd (LayerNormGradV3's order); gradWeight / gradBias in fp32 summed in a fixed chunk "
+              "order; mean / rstd one value per row")),
     ("GroupNorm", "aclnn_group_norm.h", T + "self, const aclTensor* gamma, const aclTensor* beta, int64_t N, "
      "int64_t C, int64_t HxW, int64_t group, double eps, aclTensor* out, aclTensor* meanOut, aclTensor* rstdOut",
      "GROUP_NORM", FLOAT3, FLOAT3, {}, dict(

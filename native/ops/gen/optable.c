@@ -7710,6 +7710,39 @@ PA_API aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize, aclO
     return pa_executor_launch(&pa_op_AddRmsNorm.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnRmsNormGrad ---- */
+static const pa_param pa_params_RmsNormGrad[] = {
+    {"dy", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstd", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x1) /* f32 */},
+    {"gamma", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dxOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dgammaOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1) /* f32 */},
+};
+static const char *const pa_in_RmsNormGrad[] = {"dy", "x", "rstd", "gamma"};
+static const char *const pa_out_RmsNormGrad[] = {"dxOut", "dgammaOut"};
+static const pa_op pa_op_RmsNormGrad = {
+    .ws_api = "aclnnRmsNormGradGetWorkspaceSize",
+    .launch = {"aclnnRmsNormGrad", pa_run_nn, pa_in_RmsNormGrad, pa_out_RmsNormGrad},
+    .kernel = PA_NN_RMS_NORM_GRAD,
+    .params = pa_params_RmsNormGrad,
+    .nparams = 6,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor* dy, const aclTensor* x, const aclTensor* rstd,
+        const aclTensor* gamma, const aclTensor* dxOut, const aclTensor* dgammaOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = dy}, {.p = x}, {.p = rstd}, {.p = gamma}, {.p = dxOut}, {.p = dgammaOut}};
+    return pa_op_plan(&pa_op_RmsNormGrad, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRmsNormGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RmsNormGrad.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnLayerNorm ---- */
 static const pa_param pa_params_LayerNorm[] = {
     {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
@@ -7743,6 +7776,46 @@ PA_API aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor* input, const 
 PA_API aclnnStatus aclnnLayerNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_LayerNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLayerNormBackward ---- */
+static const pa_param pa_params_LayerNormBackward[] = {
+    {"gradOut", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"normalizedShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"mean", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstd", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"outputMask", PA_P_BOOL_ARRAY, PA_IN, 0, 0},
+    {"gradInputOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradWeightOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradBiasOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LayerNormBackward[] = {"gradOut", "input", "mean", "rstd", "weightOptional", "biasOptional"};
+static const char *const pa_out_LayerNormBackward[] = {"gradInputOut", "gradWeightOut", "gradBiasOut"};
+static const pa_op pa_op_LayerNormBackward = {
+    .ws_api = "aclnnLayerNormBackwardGetWorkspaceSize",
+    .launch = {"aclnnLayerNormBackward", pa_run_nn, pa_in_LayerNormBackward, pa_out_LayerNormBackward},
+    .kernel = PA_NN_LAYER_NORM_BACKWARD,
+    .params = pa_params_LayerNormBackward,
+    .nparams = 11,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(const aclTensor* gradOut, const aclTensor* input,
+        const aclIntArray* normalizedShape, const aclTensor* mean, const aclTensor* rstd,
+        const aclTensor* weightOptional, const aclTensor* biasOptional, const aclBoolArray* outputMask,
+        aclTensor* gradInputOut, aclTensor* gradWeightOut, aclTensor* gradBiasOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOut}, {.p = input}, {.p = normalizedShape}, {.p = mean}, {.p = rstd}, {.p = weightOptional}, {.p = biasOptional}, {.p = outputMask}, {.p = gradInputOut}, {.p = gradWeightOut}, {.p = gradBiasOut}};
+    return pa_op_plan(&pa_op_LayerNormBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLayerNormBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LayerNormBackward.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnGroupNorm ---- */

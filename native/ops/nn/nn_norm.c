@@ -504,14 +504,307 @@ static int plan_group_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOp
     return nn_finish(op, &p, 0, ws, ex);
 }
 
-/* ---- dispatch ---- */
+/* ---- the gradients: RmsNormGrad, LayerNormBackward ----
+ * Per-row work as the forward ops; the column sums (dgamma, gradWeight,
+ * gradBias) are summed per chunk of rows (chunks fixed by the shape, at most
+ * 256) in row order, then the chunks in order: the same bits for any thread
+ * count (CANN's are atomic adds, non-deterministic by default). */
+
+typedef struct grad_ctx {
+    const nn_plan *p;
+    const pa_nn_vec *k;
+    int64_t grain;
+    float *pa, *pb; /* [chunk][rlen] partial column sums (NULL: not wanted) */
+    atomic_int oom;
+} grad_ctx;
+
+static int64_t grad_grain(const nn_plan *p) {
+    int64_t g = nn_grain(p->rlen);
+    const int64_t minimum = (p->rows + 255) / 256;
+    return g > minimum ? g : minimum;
+}
+
+/* runs fn over the rows, then folds the partial sums into cols[0] (a) / cols[1] (b) (rlen floats each) */
+static int run_grad(const nn_plan *p, pa_range_fn fn, bool want_a, bool want_b, float **cols) {
+    grad_ctx c = {p, pa_nn_vec_active(), grad_grain(p), NULL, NULL, 0};
+    const int64_t nch = (p->rows + c.grain - 1) / c.grain;
+    const size_t per = (size_t)p->rlen * sizeof(float);
+    float *buf = NULL;
+    if (want_a || want_b) {
+        buf = calloc((size_t)(nch + 1) * 2, per > 0 ? per : 1);
+        if (buf == NULL) return pa_fail_oom(ACLNN_ERR_INNER_NULLPTR, p->api, "the column sums");
+        if (want_a) c.pa = buf;
+        if (want_b) c.pb = buf + (size_t)nch * p->rlen;
+    }
+    pa_parallel_for(p->rows, c.grain, fn, &c);
+    if (atomic_load(&c.oom)) {
+        free(buf);
+        return pa_fail_oom(ACLNN_ERR_INNER_NULLPTR, p->api, "the rows");
+    }
+    if (buf != NULL) {
+        float *fa = buf + (size_t)2 * nch * p->rlen, *fb = fa + p->rlen;
+        for (int64_t j = 0; j < p->rlen; j++) {
+            float sa = 0.0f, sb = 0.0f;
+            for (int64_t ch = 0; ch < nch; ch++) {
+                if (c.pa) sa += c.pa[ch * p->rlen + j];
+                if (c.pb) sb += c.pb[ch * p->rlen + j];
+            }
+            fa[j] = sa, fb[j] = sb;
+        }
+        cols[0] = fa, cols[1] = fb, cols[2] = buf;
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* stores n column values as the (single) row of slot s */
+static void put_cols(const nn_plan *p, int s, const float *v) {
+    const pa_tview *t = &p->v[s];
+    for (int64_t j = 0; j < p->rlen; j++) nn_put1(p, s, pos_off(t, j), v[j]);
+}
+
+/* RmsNormGrad. iv: 0 dy, 1 x, 2 rstd, 3 gamma, 4 dx, 5 dgamma; dv[1] = 1/n */
+static void rmsg_rows(void *vctx, int64_t r0, int64_t r1) {
+    grad_ctx *c = vctx;
+    const nn_plan *p = c->p;
+    const pa_nn_vec *k = c->k;
+    const int64_t n = p->rlen;
+    const int sdy = (int)p->iv[0], sx = (int)p->iv[1], sr = (int)p->iv[2], sg = (int)p->iv[3], sdx = (int)p->iv[4];
+    float *dy = nn_scratch(4, n);
+    if (dy == NULL) {
+        atomic_store(&c->oom, 1);
+        return;
+    }
+    float *x = dy + NN_SSTRIDE(n), *g = x + NN_SSTRIDE(n), *t = g + NN_SSTRIDE(n);
+    nn_load(p, k, sg, 0, g);
+    float *part = c->pa + (r0 / c->grain) * n;
+    const float avg = (float)p->dv[1];
+    const bool h16 = p->flags; /* fp16 with fp16 gamma: the kernel's fp16 intermediates */
+    const pa_tview *rv = &p->v[sr];
+    for (int64_t r = r0; r < r1; r++) {
+        nn_load(p, k, sdy, r, dy);
+        nn_load(p, k, sx, r, x);
+        const float rstd = nn_get1(p, sr, pos_off(rv, r));
+        for (int64_t i = 0; i < n; i++) x[i] = x[i] * rstd; /* xr */
+        if (h16) {
+            for (int64_t i = 0; i < n; i++) {
+                part[i] += nn_round_to(ACL_FLOAT16, dy[i] * nn_round_to(ACL_FLOAT16, x[i]));
+                dy[i] = nn_round_to(ACL_FLOAT16, dy[i] * g[i]);
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                part[i] += dy[i] * x[i];
+                dy[i] = dy[i] * g[i];
+            }
+        }
+        for (int64_t i = 0; i < n; i++) t[i] = dy[i] * x[i];
+        const float s = k->sum(t, n) * avg;
+        for (int64_t i = 0; i < n; i++) t[i] = (dy[i] - s * x[i]) * rstd;
+        nn_store(p, k, sdx, r, t);
+    }
+}
 
 int nn_run_rms_norm_grad(const nn_plan *p) {
-    return pa_fail(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not implemented", p->api);
+    float *cols[3] = {NULL, NULL, NULL};
+    int rc = run_grad(p, rmsg_rows, true, false, cols);
+    if (rc != ACLNN_SUCCESS) return rc;
+    put_cols(p, (int)p->iv[5], cols[0]);
+    free(cols[2]);
+    return ACLNN_SUCCESS;
 }
+
+static int plan_rms_norm_grad(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *dy = a[0].p, *x = a[1].p, *rstd = a[2].p, *gamma = a[3].p, *dx = a[4].p, *dg = a[5].p;
+    int rc = nn_check_same_dtype(api, "dy", dy, "x", x);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_dtype(api, "dxOut", dx, "x", x);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if (!gamma_ok(x->dtype, gamma->dtype)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s does not go with x dtype %s (x FLOAT: gamma "
+                       "FLOAT; x FLOAT16 / BF16: gamma of x's dtype or FLOAT)", api, pa_dtype_name(gamma->dtype),
+                       pa_dtype_name(x->dtype));
+    }
+    const int xn = x->ndim, gn = gamma->ndim;
+    if (xn < 2) return fail_tiling(api, "x must have 2 to 8 dims");
+    rc = nn_check_same_shape(api, "dy", dy, "x", x, ACLNN_ERR_INNER_TILING_ERROR);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_shape(api, "dxOut", dx, "x", x, ACLNN_ERR_INNER_TILING_ERROR);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_shape(api, "dgammaOut", dg, "gamma", gamma,
+                                                      ACLNN_ERR_INNER_TILING_ERROR);
+    if (rc != ACLNN_SUCCESS) return rc;
+    bool ok = gn >= 1 && gn <= xn;
+    for (int i = 0; ok && i < gn; i++) ok = gamma->dims[i] == x->dims[xn - gn + i] && gamma->dims[i] > 0;
+    if (!ok) {
+        char s1[160], s2[160];
+        return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma shape %s must be the last dims of x %s", api,
+                       pa_shape_str(gamma->dims, gn, s1, sizeof s1), pa_shape_str(x->dims, xn, s2, sizeof s2));
+    }
+    int64_t rows = 1;
+    for (int i = 0; i < xn - gn; i++) rows *= x->dims[i];
+    if (nn_numel(rstd) != rows) {
+        return pa_fail(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstd must hold one value per row of x (%lld), it holds %lld",
+                       api, (long long)rows, (long long)nn_numel(rstd));
+    }
+    nn_plan p;
+    nn_plan_init(&p, op, a, NN_RUN_NOTHING);
+    if (nn_is_empty(x)) { /* dgamma = 0 */
+        p.run = NN_RUN_FILL;
+        p.iv[0] = 1, p.iv[1] = p.slot[5], p.dv[0] = 0.0;
+        return nn_finish(op, &p, 0, ws, ex);
+    }
+    p.run = NN_RUN_RMS_NORM_GRAD;
+    const int sdy = p.slot[0], sx = p.slot[1], sg = p.slot[3], sdx = p.slot[4];
+    nn_set_rows(&p, x->dims, xn - gn, x->dims + xn - gn, gn);
+    nn_set_lay_split(&p, sdy, xn - gn);
+    nn_set_lay_split(&p, sx, xn - gn);
+    nn_set_lay_split(&p, sdx, xn - gn);
+    nn_set_lay(&p, sg, NULL, p.v[sg].strides);
+    p.res[sdx] = x->dtype;
+    p.flags = x->dtype == ACL_FLOAT16 && gamma->dtype == ACL_FLOAT16;
+    p.iv[0] = sdy, p.iv[1] = sx, p.iv[2] = p.slot[2], p.iv[3] = sg, p.iv[4] = sdx, p.iv[5] = p.slot[5];
+    p.dv[1] = 1.0f / (float)p.rlen;
+    return nn_finish(op, &p, 0, ws, ex);
+}
+
+/* LayerNormBackward. iv: 0 dy, 1 x, 2 mean, 3 rstd, 4 weight (-1), 5 dx (-1), 6 dw (-1), 7 db (-1); dv[1] 1/n */
+static void lng_rows(void *vctx, int64_t r0, int64_t r1) {
+    grad_ctx *c = vctx;
+    const nn_plan *p = c->p;
+    const pa_nn_vec *k = c->k;
+    const int64_t n = p->rlen;
+    const int sdy = (int)p->iv[0], sx = (int)p->iv[1], sm = (int)p->iv[2], sr = (int)p->iv[3], sw = (int)p->iv[4],
+              sdx = (int)p->iv[5];
+    float *dy = nn_scratch(4, n);
+    if (dy == NULL) {
+        atomic_store(&c->oom, 1);
+        return;
+    }
+    float *x = dy + NN_SSTRIDE(n), *w = x + NN_SSTRIDE(n), *t = w + NN_SSTRIDE(n);
+    if (sw >= 0) nn_load(p, k, sw, 0, w);
+    else for (int64_t i = 0; i < n; i++) w[i] = 1.0f;
+    float *pw = c->pa ? c->pa + (r0 / c->grain) * n : NULL, *pb = c->pb ? c->pb + (r0 / c->grain) * n : NULL;
+    const float inv = (float)p->dv[1];
+    const pa_tview *mv = &p->v[sm], *rv = &p->v[sr];
+    for (int64_t r = r0; r < r1; r++) {
+        nn_load(p, k, sdy, r, dy);
+        if (pb) for (int64_t i = 0; i < n; i++) pb[i] += dy[i];
+        if (sdx < 0 && pw == NULL) continue;
+        nn_load(p, k, sx, r, x);
+        const float mean = nn_get1(p, sm, pos_off(mv, r)), rstd = nn_get1(p, sr, pos_off(rv, r));
+        for (int64_t i = 0; i < n; i++) x[i] = (x[i] - mean) * rstd; /* mul_1 = xhat */
+        if (pw) for (int64_t i = 0; i < n; i++) pw[i] += dy[i] * x[i];
+        if (sdx < 0) continue;
+        for (int64_t i = 0; i < n; i++) dy[i] = dy[i] * w[i];     /* mul_3 */
+        for (int64_t i = 0; i < n; i++) t[i] = dy[i] * x[i];      /* mul_4 */
+        const float r3 = k->sum(t, n) * inv, r2 = k->sum(dy, n) * inv;
+        for (int64_t i = 0; i < n; i++) t[i] = ((dy[i] - x[i] * r3) - r2) * rstd;
+        nn_store(p, k, sdx, r, t);
+    }
+}
+
 int nn_run_layer_norm_grad(const nn_plan *p) {
-    return pa_fail(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not implemented", p->api);
+    float *cols[3] = {NULL, NULL, NULL};
+    int rc = run_grad(p, lng_rows, p->iv[6] >= 0, p->iv[7] >= 0, cols);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if (p->iv[6] >= 0) put_cols(p, (int)p->iv[6], cols[0]);
+    if (p->iv[7] >= 0) put_cols(p, (int)p->iv[7], cols[1]);
+    free(cols[2]);
+    return ACLNN_SUCCESS;
 }
+
+static int plan_layer_norm_grad(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *dy = a[0].p, *x = a[1].p, *mean = a[3].p, *rstd = a[4].p, *w = a[5].p, *b = a[6].p;
+    const aclTensor *gi = a[8].p, *gw = a[9].p, *gb = a[10].p;
+    const aclIntArray *ns = a[2].p;
+    const aclBoolArray *mask = a[7].p;
+    if (mask->size != 3) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: outputMask must have 3 entries, got %llu", api,
+                       (unsigned long long)mask->size);
+    }
+    const bool mi = mask->values[0], mw = mask->values[1], mb = mask->values[2];
+    if (mi && gi == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: gradInputOut is NULL (outputMask[0] is set)", api);
+    if (mw && gw == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: gradWeightOut is NULL (outputMask[1] is set)", api);
+    if (mb && gb == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: gradBiasOut is NULL (outputMask[2] is set)", api);
+    int rc = nn_check_same_dtype(api, "gradOut", dy, "input", x);
+    if (rc == ACLNN_SUCCESS && w != NULL && w->dtype != ACL_FLOAT) rc = nn_check_same_dtype(api, "weightOptional", w,
+                                                                                           "input", x);
+    if (rc != ACLNN_SUCCESS) return rc;
+    const int64_t j = (int64_t)ns->size;
+    if (j > 8 || j < 1) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape must have 1 to 8 dims, got %lld", api, (long long)j);
+    }
+    if (x->ndim < j) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: input must have at least %lld dims (normalizedShape), got %d",
+                       api, (long long)j, (int)x->ndim);
+    }
+    const int axis = x->ndim - (int)j;
+    const aclTensor *wb[2] = {w, b};
+    for (int64_t i = 0; i < j; i++) {
+        const int64_t d = ns->values[i];
+        bool ok = d == x->dims[axis + i];
+        for (int q = 0; q < 2; q++) ok = ok && (wb[q] == NULL || (wb[q]->ndim == j && wb[q]->dims[i] == d));
+        if (!ok) {
+            char s1[160];
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape[%lld] = %lld must equal input dim %lld and "
+                           "the weight's and bias's dim %lld (input %s)", api, (long long)i, (long long)d,
+                           (long long)(axis + i), (long long)i, pa_shape_str(x->dims, x->ndim, s1, sizeof s1));
+        }
+    }
+    for (int q = 0; q < 2; q++) {
+        if (wb[q] != NULL && wb[q]->ndim != j) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s must have %lld dims", api,
+                           q ? "biasOptional" : "weightOptional", (long long)j);
+        }
+    }
+    rc = nn_check_same_shape(api, "gradOut", dy, "input", x, ACLNN_ERR_PARAM_INVALID);
+    if (rc == ACLNN_SUCCESS) rc = nn_check_same_shape(api, "rstd", rstd, "mean", mean, ACLNN_ERR_PARAM_INVALID);
+    if (rc != ACLNN_SUCCESS) return rc;
+    int64_t M = 1, N = 1;
+    for (int i = 0; i < axis; i++) M *= x->dims[i];
+    for (int i = axis; i < x->ndim; i++) N *= x->dims[i];
+    if (nn_numel(mean) != M) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: mean must hold %lld values (one per row), it holds %lld", api,
+                       (long long)M, (long long)nn_numel(mean));
+    }
+    if (mi) rc = nn_check_same_shape(api, "gradInputOut", gi, "input", x, ACLNN_ERR_PARAM_INVALID);
+    if (rc != ACLNN_SUCCESS) return rc;
+    if ((mw && nn_numel(gw) != N) || (mb && nn_numel(gb) != N)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: gradWeightOut and gradBiasOut must hold %lld values", api,
+                       (long long)N);
+    }
+    nn_plan p;
+    nn_plan_init(&p, op, a, NN_RUN_NOTHING);
+    const int sdx = mi ? p.slot[8] : -1, sdw = mw ? p.slot[9] : -1, sdb = mb ? p.slot[10] : -1;
+    if (!mi && !mw && !mb) return nn_finish(op, &p, 0, ws, ex);
+    if (M <= 0 || N <= 0) { /* CANN: gradWeight / gradBias 0 when there are no rows */
+        if (M <= 0) {
+            int nf = 0;
+            if (sdw >= 0) p.iv[1 + 2 * nf] = sdw, p.dv[nf++] = 0.0;
+            if (sdb >= 0) p.iv[1 + 2 * nf] = sdb, p.dv[nf++] = 0.0;
+            p.iv[0] = nf;
+            p.run = NN_RUN_FILL;
+        }
+        return nn_finish(op, &p, 0, ws, ex);
+    }
+    p.run = NN_RUN_LAYER_NORM_GRAD;
+    const int sdy = p.slot[0], sx = p.slot[1], sw = p.slot[5];
+    nn_set_rows(&p, x->dims, axis, x->dims + axis, (int)j);
+    nn_set_lay_split(&p, sdy, axis);
+    nn_set_lay_split(&p, sx, axis);
+    if (sdx >= 0) {
+        nn_set_lay_split(&p, sdx, axis);
+        p.res[sdx] = x->dtype;
+    }
+    if (sw >= 0) nn_set_lay(&p, sw, NULL, p.v[sw].strides);
+    /* gradWeight / gradBias computed in fp32, then cast */
+    if (sdw >= 0) p.res[sdw] = ACL_FLOAT;
+    if (sdb >= 0) p.res[sdb] = ACL_FLOAT;
+    p.iv[0] = sdy, p.iv[1] = sx, p.iv[2] = p.slot[3], p.iv[3] = p.slot[4], p.iv[4] = sw, p.iv[5] = sdx, p.iv[6] = sdw,
+    p.iv[7] = sdb;
+    p.dv[1] = 1.0f / (float)N;
+    return nn_finish(op, &p, 0, ws, ex);
+}
+
+/* ---- dispatch ---- */
 
 int nn_plan_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
     switch (op->kernel) {
@@ -519,6 +812,8 @@ int nn_plan_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor *
     case PA_NN_ADD_RMS_NORM: return plan_add_rms_norm(op, a, ws, ex);
     case PA_NN_LAYER_NORM: return plan_layer_norm(op, a, ws, ex);
     case PA_NN_GROUP_NORM: return plan_group_norm(op, a, ws, ex);
+    case PA_NN_RMS_NORM_GRAD: return plan_rms_norm_grad(op, a, ws, ex);
+    case PA_NN_LAYER_NORM_BACKWARD: return plan_layer_norm_grad(op, a, ws, ex);
     default:
         return pa_fail(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: %s is not implemented by pyaclnn", op->ws_api,
                        op->launch.name);
