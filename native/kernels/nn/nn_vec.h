@@ -40,6 +40,13 @@ typedef struct pa_nn_vec {
     float (*max)(const float *x, int64_t n);                    /* -inf for n == 0 */
     /* x[i] = exp(x[i] - m) (the exp above), returns their sum */
     float (*expsub_sum)(float *x, int64_t n, float m);
+    /* dst[i] = exp(src[i] - m), returns their sum (dst may be src) */
+    float (*expsub_sum_to)(float *dst, const float *src, int64_t n, float m);
+    /* row formulas (y may be x): y = x * s; y = (x * rstd) * g; y = ((x - mean) * rstd) * w + b */
+    void (*scale)(float *y, const float *x, float s, int64_t n);
+    void (*rms_apply)(float *y, const float *x, float rstd, const float *g, int64_t n);
+    void (*ln_apply)(float *y, const float *x, float mean, float rstd, const float *w, const float *b, int64_t n);
+    void (*sub2)(float *y, const float *x, float a, float b, int64_t n); /* y = (x - a) - b */
     /* o[i] = exp(x[i]) over the whole range (the map engine's exp, <= 1 ulp); o may be x */
     void (*exp)(float *o, const float *x, int64_t n);
     /* contiguous conversions, nearest even (as common/pa_half.h) */

@@ -206,6 +206,18 @@ void nn_load_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t o, float *
     NN_WALK(p, l, o, *d++ = (float)pa_cvt_load_f(base + off * (int64_t)es, v->dtype));
 }
 
+const float *nn_row_in_f32(const nn_plan *p, int s, int64_t r) {
+    const pa_tview *v = &p->v[s];
+    if (v->dtype != ACL_FLOAT || !p->lay[s].contig) return NULL;
+    return (const float *)pa_tview_ptr(v) + nn_row_off(p, s, r);
+}
+
+float *nn_row_out_f32(const nn_plan *p, int s, int64_t r) {
+    const pa_tview *v = &p->v[s];
+    if (v->dtype != ACL_FLOAT || p->res[s] != ACL_FLOAT || !p->lay[s].contig) return NULL;
+    return (float *)pa_tview_ptr(v) + nn_row_off(p, s, r);
+}
+
 void nn_load_d(const nn_plan *p, int s, int64_t r, double *dst) {
     const pa_tview *v = &p->v[s];
     const nn_lay *l = &p->lay[s];

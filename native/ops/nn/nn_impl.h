@@ -119,6 +119,10 @@ void nn_store(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, const floa
 /* ... with the row's first element at element offset `off` of the slot. */
 void nn_load_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t off, float *dst);
 void nn_store_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t off, const float *src);
+/* Row r of slot s in place as fp32 when the slot holds FLOAT rows of
+ * consecutive elements (outputs: rounded to FLOAT too), else NULL. */
+const float *nn_row_in_f32(const nn_plan *p, int s, int64_t r);
+float *nn_row_out_f32(const nn_plan *p, int s, int64_t r);
 /* The double versions (DOUBLE compute). */
 void nn_load_d(const nn_plan *p, int s, int64_t r, double *dst);
 void nn_store_d(const nn_plan *p, int s, int64_t r, const double *src);

@@ -101,9 +101,9 @@ static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
     const float eps = (float)p->dv[0], avg = (float)p->dv[1];
     const aclDataType dt = p->v[sx].dtype;
     for (int64_t r = r0; r < r1; r++) {
-        nn_load(p, k, sx, r, x);
         float rstd;
         if (add) {
+            nn_load(p, k, sx, r, x);
             nn_load(p, k, sx2, r, t);
             for (int64_t i = 0; i < n; i++) {
                 const float s = x[i] + t[i];
@@ -118,12 +118,20 @@ static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
             } else {
                 for (int64_t i = 0; i < n; i++) y[i] = nn_round_to(dt, x[i] * rstd) * g[i];
             }
+            if (c->rstd != NULL) c->rstd[r] = rstd;
+            nn_store(p, k, sy, r, y);
         } else {
-            rstd = 1.0f / sqrtf(k->sumsq(x, n) * avg + eps);
-            for (int64_t i = 0; i < n; i++) y[i] = (x[i] * rstd) * g[i];
+            const float *xin = nn_row_in_f32(p, sx, r);
+            if (xin == NULL) {
+                nn_load(p, k, sx, r, x);
+                xin = x;
+            }
+            float *yout = nn_row_out_f32(p, sy, r);
+            rstd = 1.0f / sqrtf(k->sumsq(xin, n) * avg + eps);
+            k->rms_apply(yout != NULL ? yout : y, xin, rstd, g, n);
+            if (c->rstd != NULL) c->rstd[r] = rstd;
+            if (yout == NULL) nn_store(p, k, sy, r, y);
         }
-        if (c->rstd != NULL) c->rstd[r] = rstd;
-        nn_store(p, k, sy, r, y);
     }
 }
 
@@ -275,16 +283,21 @@ static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
     else for (int64_t i = 0; i < n; i++) b[i] = 0.0f;
     const float eps = (float)p->dv[0], inv = (float)p->dv[1];
     for (int64_t r = r0; r < r1; r++) {
-        nn_load(p, k, sx, r, x);
-        const float mean = k->sum(x, n) * inv;
-        const float var = k->sumsqdev(x, n, mean) * inv;
+        const float *xin = nn_row_in_f32(p, sx, r);
+        if (xin == NULL) {
+            nn_load(p, k, sx, r, x);
+            xin = x;
+        }
+        float *yout = nn_row_out_f32(p, so, r);
+        const float mean = k->sum(xin, n) * inv;
+        const float var = k->sumsqdev(xin, n, mean) * inv;
         const float rstd = 1.0f / sqrtf(var + eps);
-        for (int64_t i = 0; i < n; i++) x[i] = ((x[i] - mean) * rstd) * w[i] + b[i];
+        k->ln_apply(yout != NULL ? yout : x, xin, mean, rstd, w, b, n);
         if (c->mean != NULL) {
             c->mean[r] = mean;
             c->rstd[r] = rstd;
         }
-        nn_store(p, k, so, r, x);
+        if (yout == NULL) nn_store(p, k, so, r, x);
     }
 }
 

@@ -125,21 +125,27 @@ static void fwd_rows_f32(void *vctx, int64_t r0, int64_t r1) {
     float *e = x + NN_SSTRIDE(n);
     const aclDataType cdt = p->res[so];
     for (int64_t r = r0; r < r1; r++) {
-        nn_load(p, k, sx, r, x);
-        if (p->flags) {
-            for (int64_t i = 0; i < n; i++) x[i] = nn_round_to(cdt, x[i]);
+        /* FLOAT rows in and out are used in place */
+        const float *xin = p->flags ? NULL : nn_row_in_f32(p, sx, r);
+        if (xin == NULL) {
+            nn_load(p, k, sx, r, x);
+            if (p->flags) {
+                for (int64_t i = 0; i < n; i++) x[i] = nn_round_to(cdt, x[i]);
+            }
+            xin = x;
         }
-        const float m = k->max(x, n);
-        if (p->mode) { /* log softmax */
-            memcpy(e, x, (size_t)n * sizeof(float));
-            const float ls = logf(k->expsub_sum(e, n, m));
-            for (int64_t i = 0; i < n; i++) e[i] = (x[i] - m) - ls;
-            nn_store(p, k, so, r, e);
+        float *yout = nn_row_out_f32(p, so, r);
+        float *y = yout != NULL ? yout : xin == x ? x : e;
+        const float m = k->max(xin, n);
+        if (p->mode) { /* log softmax: (x - max) - log(sum exp(x - max)) */
+            const float ls = logf(k->expsub_sum_to(e, xin, n, m));
+            if (yout == NULL) y = e;
+            k->sub2(y, xin, m, ls, n);
         } else {
-            const float inv = 1.0f / k->expsub_sum(x, n, m);
-            for (int64_t i = 0; i < n; i++) x[i] = x[i] * inv;
-            nn_store(p, k, so, r, x);
+            const float inv = 1.0f / k->expsub_sum_to(y, xin, n, m);
+            k->scale(y, y, inv, n);
         }
+        if (yout == NULL) nn_store(p, k, so, r, y);
     }
 }
 
