@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
 #include "kernels/nn/nn_vec.h"
 
@@ -37,5 +38,20 @@ typedef __m256i VI;
 #define VI_ADD(a, b) _mm256_add_epi32((a), (b))
 #define VI_SLL(a, n) _mm256_slli_epi32((a), (n))
 #define VFROMBITS(i) _mm256_castsi256_ps(i)
+#define VLDH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define VSTH(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define VLDB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define VSTB(p, v) _mm_storeu_si128((__m128i *)(p), nn_bf16_pack(v))
+
+/* fp32 -> bf16, nearest even; NaN -> quiet NaN (as pa_f32_to_bf16) */
+static inline __m128i nn_bf16_pack(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    r = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q),
+                                             _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+}
 
 #include "kernels/nn/nn_vec.inc"

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
 #include "kernels/nn/nn_vec.h"
 
@@ -38,6 +39,10 @@ static inline float nn_from_bits(int32_t i) { float f; memcpy(&f, &i, 4); return
 #define VI_ADD(a, b) ((int32_t)((uint32_t)(a) + (uint32_t)(b)))
 #define VI_SLL(a, n) ((int32_t)((uint32_t)(a) << (n)))
 #define VFROMBITS(i) nn_from_bits(i)
+#define VLDH(p) pa_f16_to_f32(*(p))
+#define VSTH(p, v) (*(p) = pa_f32_to_f16(v))
+#define VLDB(p) pa_bf16_to_f32(*(p))
+#define VSTB(p, v) (*(p) = pa_f32_to_bf16(v))
 
 #include "kernels/nn/nn_vec.inc"
 

@@ -218,6 +218,22 @@ float *nn_row_out_f32(const nn_plan *p, int s, int64_t r) {
     return (float *)pa_tview_ptr(v) + nn_row_off(p, s, r);
 }
 
+const uint16_t *nn_row_in_16(const nn_plan *p, int s, int64_t r, int *bf) {
+    const pa_tview *v = &p->v[s];
+    if (!nn_is_float16ish(v->dtype) || !p->lay[s].contig) return NULL;
+    *bf = v->dtype == ACL_BF16;
+    return (const uint16_t *)pa_tview_ptr(v) + nn_row_off(p, s, r);
+}
+
+uint16_t *nn_row_out_16(const nn_plan *p, int s, int64_t r, int *bf) {
+    const pa_tview *v = &p->v[s];
+    if (!nn_is_float16ish(v->dtype) || !p->lay[s].contig || (p->res[s] != v->dtype && p->res[s] != ACL_FLOAT)) {
+        return NULL;
+    }
+    *bf = v->dtype == ACL_BF16;
+    return (uint16_t *)pa_tview_ptr(v) + nn_row_off(p, s, r);
+}
+
 void nn_load_d(const nn_plan *p, int s, int64_t r, double *dst) {
     const pa_tview *v = &p->v[s];
     const nn_lay *l = &p->lay[s];

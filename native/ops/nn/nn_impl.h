@@ -123,6 +123,9 @@ void nn_store_off(const nn_plan *p, const pa_nn_vec *k, int s, int64_t off, cons
  * consecutive elements (outputs: rounded to FLOAT too), else NULL. */
 const float *nn_row_in_f32(const nn_plan *p, int s, int64_t r);
 float *nn_row_out_f32(const nn_plan *p, int s, int64_t r);
+/* ... as FLOAT16 / BF16 elements (*bf: 1 for BF16); outputs: rounded to their own dtype (or FLOAT) first. */
+const uint16_t *nn_row_in_16(const nn_plan *p, int s, int64_t r, int *bf);
+uint16_t *nn_row_out_16(const nn_plan *p, int s, int64_t r, int *bf);
 /* The double versions (DOUBLE compute). */
 void nn_load_d(const nn_plan *p, int s, int64_t r, double *dst);
 void nn_store_d(const nn_plan *p, int s, int64_t r, const double *src);

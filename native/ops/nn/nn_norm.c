@@ -122,15 +122,31 @@ static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
             nn_store(p, k, sy, r, y);
         } else {
             const float *xin = nn_row_in_f32(p, sx, r);
-            if (xin == NULL) {
-                nn_load(p, k, sx, r, x);
+            float ss;
+            if (xin != NULL) {
+                ss = k->sumsq(xin, n);
+            } else {
+                int bf = 0;
+                const uint16_t *x16 = nn_row_in_16(p, sx, r, &bf);
+                if (x16 != NULL) {
+                    ss = k->ld16_sumsq(x, x16, n, bf);
+                } else {
+                    nn_load(p, k, sx, r, x);
+                    ss = k->sumsq(x, n);
+                }
                 xin = x;
             }
+            rstd = 1.0f / sqrtf(ss * avg + eps);
             float *yout = nn_row_out_f32(p, sy, r);
-            rstd = 1.0f / sqrtf(k->sumsq(xin, n) * avg + eps);
-            k->rms_apply(yout != NULL ? yout : y, xin, rstd, g, n);
+            int obf = 0;
+            uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, sy, r, &obf);
+            if (y16 != NULL) {
+                k->st16_rms(y16, xin, rstd, g, n, obf);
+            } else {
+                k->rms_apply(yout != NULL ? yout : y, xin, rstd, g, n);
+                if (yout == NULL) nn_store(p, k, sy, r, y);
+            }
             if (c->rstd != NULL) c->rstd[r] = rstd;
-            if (yout == NULL) nn_store(p, k, sy, r, y);
         }
     }
 }
@@ -284,20 +300,36 @@ static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
     const float eps = (float)p->dv[0], inv = (float)p->dv[1];
     for (int64_t r = r0; r < r1; r++) {
         const float *xin = nn_row_in_f32(p, sx, r);
-        if (xin == NULL) {
-            nn_load(p, k, sx, r, x);
+        float s1;
+        if (xin != NULL) {
+            s1 = k->sum(xin, n);
+        } else {
+            int bf = 0;
+            const uint16_t *x16 = nn_row_in_16(p, sx, r, &bf);
+            if (x16 != NULL) {
+                s1 = k->ld16_sum(x, x16, n, bf);
+            } else {
+                nn_load(p, k, sx, r, x);
+                s1 = k->sum(x, n);
+            }
             xin = x;
         }
-        float *yout = nn_row_out_f32(p, so, r);
-        const float mean = k->sum(xin, n) * inv;
+        const float mean = s1 * inv;
         const float var = k->sumsqdev(xin, n, mean) * inv;
         const float rstd = 1.0f / sqrtf(var + eps);
-        k->ln_apply(yout != NULL ? yout : x, xin, mean, rstd, w, b, n);
+        float *yout = nn_row_out_f32(p, so, r);
+        int obf = 0;
+        uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, so, r, &obf);
+        if (y16 != NULL) {
+            k->st16_ln(y16, xin, mean, rstd, w, b, n, obf);
+        } else {
+            k->ln_apply(yout != NULL ? yout : x, xin, mean, rstd, w, b, n);
+            if (yout == NULL) nn_store(p, k, so, r, x);
+        }
         if (c->mean != NULL) {
             c->mean[r] = mean;
             c->rstd[r] = rstd;
         }
-        if (yout == NULL) nn_store(p, k, so, r, x);
     }
 }
 

@@ -125,27 +125,46 @@ static void fwd_rows_f32(void *vctx, int64_t r0, int64_t r1) {
     float *e = x + NN_SSTRIDE(n);
     const aclDataType cdt = p->res[so];
     for (int64_t r = r0; r < r1; r++) {
-        /* FLOAT rows in and out are used in place */
+        /* FLOAT rows in and out are used in place, 16-bit ones converted in the max / the scale */
         const float *xin = p->flags ? NULL : nn_row_in_f32(p, sx, r);
-        if (xin == NULL) {
-            nn_load(p, k, sx, r, x);
-            if (p->flags) {
-                for (int64_t i = 0; i < n; i++) x[i] = nn_round_to(cdt, x[i]);
+        float m;
+        if (xin != NULL) {
+            m = k->max(xin, n);
+        } else {
+            int bf = 0;
+            const uint16_t *x16 = p->flags ? NULL : nn_row_in_16(p, sx, r, &bf);
+            if (x16 != NULL) {
+                m = k->ld16_max(x, x16, n, bf);
+            } else {
+                nn_load(p, k, sx, r, x);
+                if (p->flags) {
+                    for (int64_t i = 0; i < n; i++) x[i] = nn_round_to(cdt, x[i]);
+                }
+                m = k->max(x, n);
             }
             xin = x;
         }
         float *yout = nn_row_out_f32(p, so, r);
-        float *y = yout != NULL ? yout : xin == x ? x : e;
-        const float m = k->max(xin, n);
+        int obf = 0;
+        uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, so, r, &obf);
         if (p->mode) { /* log softmax: (x - max) - log(sum exp(x - max)) */
             const float ls = logf(k->expsub_sum_to(e, xin, n, m));
-            if (yout == NULL) y = e;
+            float *y = yout != NULL ? yout : e;
             k->sub2(y, xin, m, ls, n);
+            if (yout == NULL) {
+                if (y16 != NULL) (obf ? k->f2b : k->f2h)(y16, y, n);
+                else nn_store(p, k, so, r, y);
+            }
         } else {
+            float *y = yout != NULL ? yout : xin == x ? x : e;
             const float inv = 1.0f / k->expsub_sum_to(y, xin, n, m);
-            k->scale(y, y, inv, n);
+            if (y16 != NULL) {
+                k->st16_scale(y16, y, inv, n, obf);
+            } else {
+                k->scale(y, y, inv, n);
+                if (yout == NULL) nn_store(p, k, so, r, y);
+            }
         }
-        if (yout == NULL) nn_store(p, k, so, r, y);
     }
 }
 
