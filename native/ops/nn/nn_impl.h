@@ -139,8 +139,9 @@ float nn_round_to(aclDataType dt, float v);
 int64_t nn_grain(int64_t rlen);
 
 /* Per-thread fp32 scratch: `count` rows of NN_SSTRIDE(len) floats each,
- * 64-byte aligned (NULL when out of memory). */
-#define NN_SSTRIDE(len) ((((len) + 15) & ~(int64_t)15) > 0 ? (((len) + 15) & ~(int64_t)15) : 16)
+ * 64-byte aligned, staggered by 64 bytes against 4 KiB aliasing (NULL when
+ * out of memory). */
+#define NN_SSTRIDE(len) ((((len) + 15) & ~(int64_t)15) + 16)
 float *nn_scratch(int count, int64_t len);
 
 /* ---- the groups (nn_softmax.c, nn_norm.c, ...) ---- */
