@@ -837,3 +837,26 @@ def test_big_rows_cross_chunks_bitwise(restore_runtime_knobs):
     close(outs[0][0], torch.softmax(t64(x), -1), F32)
     for a, b in zip(outs[0], outs[1]):
         same(a, b)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16], ids=did)
+def test_streamed_outputs_same_bits(dt):
+    """Outputs of 8 MiB and more are written with non-temporal stores: the same bits as smaller ones."""
+    rng = np.random.default_rng(21)
+    rows = (8 << 20) // (2048 * dt.itemsize)
+    x = rnd((rows, 2048), dt, rng)
+    g = rnd(2048, dt, rng, 0.5, 1.5)
+    half = rows // 2
+    for name, extra in (("Softmax", None), ("RmsNorm", None), ("LayerNorm", None)):
+        def run(a):
+            y = np.empty(a.shape, dt)
+            if name == "Softmax":
+                aclnn.Softmax(a, -1, y)
+            elif name == "RmsNorm":
+                aclnn.RmsNorm(a, g, 1e-6, y, np.empty(a.shape[0], np.float32))
+            else:
+                aclnn.LayerNorm(a, [2048], g, g, 1e-5, y, None, None)
+            return y
+        whole = run(x)
+        same(whole[:half], run(x[:half]))
+        same(whole[half:], run(x[half:]))

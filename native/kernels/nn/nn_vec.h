@@ -42,21 +42,25 @@ typedef struct pa_nn_vec {
     float (*expsub_sum)(float *x, int64_t n, float m);
     /* dst[i] = exp(src[i] - m), returns their sum (dst may be src) */
     float (*expsub_sum_to)(float *dst, const float *src, int64_t n, float m);
-    /* row formulas (y may be x): y = x * s; y = (x * rstd) * g; y = ((x - mean) * rstd) * w + b */
-    void (*scale)(float *y, const float *x, float s, int64_t n);
-    void (*rms_apply)(float *y, const float *x, float rstd, const float *g, int64_t n);
-    void (*ln_apply)(float *y, const float *x, float mean, float rstd, const float *w, const float *b, int64_t n);
-    void (*sub2)(float *y, const float *x, float a, float b, int64_t n); /* y = (x - a) - b */
+    /* row formulas (y may be x): y = x * s; y = (x * rstd) * g; y = ((x - mean) * rstd) * w + b;
+     * y = (x - a) - b. nt: non-temporal stores where y is aligned (outputs too large to stay cached;
+     * call fence() before the results are used) */
+    void (*scale)(float *y, const float *x, float s, int64_t n, int nt);
+    void (*rms_apply)(float *y, const float *x, float rstd, const float *g, int64_t n, int nt);
+    void (*ln_apply)(float *y, const float *x, float mean, float rstd, const float *w, const float *b, int64_t n,
+                     int nt);
+    void (*sub2)(float *y, const float *x, float a, float b, int64_t n, int nt);
+    void (*fence)(void);
     /* fused 16-bit rows (bf: 1 = BF16, 0 = FLOAT16): dst = widen(src) and its max / sum / sum of
      * squares (the 64-lane order above); dst16 = narrow(src * s), narrow((x * rstd) * g),
      * narrow(((x - mean) * rstd) * w + b) (nearest even, as common/pa_half.h) */
     float (*ld16_max)(float *dst, const uint16_t *src, int64_t n, int bf);
     float (*ld16_sum)(float *dst, const uint16_t *src, int64_t n, int bf);
     float (*ld16_sumsq)(float *dst, const uint16_t *src, int64_t n, int bf);
-    void (*st16_scale)(uint16_t *dst, const float *src, float s, int64_t n, int bf);
-    void (*st16_rms)(uint16_t *dst, const float *x, float rstd, const float *g, int64_t n, int bf);
+    void (*st16_scale)(uint16_t *dst, const float *src, float s, int64_t n, int bf, int nt);
+    void (*st16_rms)(uint16_t *dst, const float *x, float rstd, const float *g, int64_t n, int bf, int nt);
     void (*st16_ln)(uint16_t *dst, const float *x, float mean, float rstd, const float *w, const float *b, int64_t n,
-                    int bf);
+                    int bf, int nt);
     /* o[i] = exp(x[i]) over the whole range (the map engine's exp, <= 1 ulp); o may be x */
     void (*exp)(float *o, const float *x, int64_t n);
     /* contiguous conversions, nearest even (as common/pa_half.h) */

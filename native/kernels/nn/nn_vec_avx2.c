@@ -54,4 +54,9 @@ static inline __m128i nn_bf16_pack(__m256 v) {
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
 }
 
+#define VSTNT(p, v) _mm256_stream_ps((p), (v))
+#define VSTHNT(p, v) _mm_stream_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define VSTBNT(p, v) _mm_stream_si128((__m128i *)(p), nn_bf16_pack(v))
+#define NN_FENCE() _mm_sfence()
+
 #include "kernels/nn/nn_vec.inc"

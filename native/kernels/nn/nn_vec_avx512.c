@@ -53,4 +53,9 @@ static inline __m256i nn_bf16_pack(__m512 v) {
     return _mm512_cvtepi32_epi16(r);
 }
 
+#define VSTNT(p, v) _mm512_stream_ps((p), (v))
+#define VSTHNT(p, v) _mm256_stream_si256((__m256i *)(p), _mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define VSTBNT(p, v) _mm256_stream_si256((__m256i *)(p), nn_bf16_pack(v))
+#define NN_FENCE() _mm_sfence()
+
 #include "kernels/nn/nn_vec.inc"

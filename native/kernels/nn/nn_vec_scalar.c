@@ -44,6 +44,11 @@ static inline float nn_from_bits(int32_t i) { float f; memcpy(&f, &i, 4); return
 #define VLDB(p) pa_bf16_to_f32(*(p))
 #define VSTB(p, v) (*(p) = pa_f32_to_bf16(v))
 
+#define VSTNT(p, v) VST(p, v)
+#define VSTHNT(p, v) VSTH(p, v)
+#define VSTBNT(p, v) VSTB(p, v)
+#define NN_FENCE() ((void)0)
+
 #include "kernels/nn/nn_vec.inc"
 
 const pa_nn_vec *pa_nn_vec_for(pa_isa isa) {

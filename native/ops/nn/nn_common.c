@@ -301,6 +301,15 @@ float nn_get1(const nn_plan *p, int s, int64_t off) {
     return (float)pa_cvt_load_f(base + off * (int64_t)pa_dtype_size(t->dtype), t->dtype);
 }
 
+bool nn_stream_out(int64_t bytes) {
+#if defined(PA_HAVE_X86_KERNELS)
+    return bytes >= ((int64_t)8 << 20);
+#else
+    (void)bytes;
+    return false;
+#endif
+}
+
 int64_t nn_grain(int64_t rlen) {
     const int64_t target = 65536;
     if (rlen <= 0) return target;

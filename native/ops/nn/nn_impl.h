@@ -70,6 +70,7 @@ typedef struct nn_plan {
     nn_lay lay[NN_MAXV];
     aclDataType res[NN_MAXV]; /* per slot (outputs): the dtype values are rounded to first */
     bool f64;                 /* compute in double */
+    bool nt;                  /* stream the main output (non-temporal stores): too large to stay cached */
     int32_t mode;             /* op specific */
     int32_t flags;            /* op specific */
     int64_t iv[8];            /* op specific integers */
@@ -134,6 +135,9 @@ void nn_put1(const nn_plan *p, int s, int64_t off, double v);
 float nn_get1(const nn_plan *p, int s, int64_t off);
 /* v rounded to dtype dt and back to fp32. */
 float nn_round_to(aclDataType dt, float v);
+
+/* Whether an output of `bytes` is streamed past the caches (8 MiB and up, x86). */
+bool nn_stream_out(int64_t bytes);
 
 /* Rows per chunk: about 64K elements of work (independent of threads). */
 int64_t nn_grain(int64_t rlen);

@@ -141,14 +141,15 @@ static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
             int obf = 0;
             uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, sy, r, &obf);
             if (y16 != NULL) {
-                k->st16_rms(y16, xin, rstd, g, n, obf);
+                k->st16_rms(y16, xin, rstd, g, n, obf, p->nt);
             } else {
-                k->rms_apply(yout != NULL ? yout : y, xin, rstd, g, n);
+                k->rms_apply(yout != NULL ? yout : y, xin, rstd, g, n, yout != NULL && p->nt);
                 if (yout == NULL) nn_store(p, k, sy, r, y);
             }
             if (c->rstd != NULL) c->rstd[r] = rstd;
         }
     }
+    if (p->nt) k->fence(); /* the streamed lines land before the chunk counts as done */
 }
 
 int nn_run_rms_norm(const nn_plan *p) {
@@ -213,6 +214,7 @@ static int plan_rms_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpEx
     nn_set_lay_split(&p, sy, xn - gn);
     nn_set_lay(&p, sg, NULL, p.v[sg].strides);
     p.res[sy] = x->dtype;
+    p.nt = nn_stream_out(nn_numel(y) * (int64_t)pa_dtype_size(y->dtype));
     p.iv[0] = sx, p.iv[1] = sg, p.iv[2] = sy, p.iv[3] = sr, p.iv[4] = -1, p.iv[5] = -1;
     p.dv[0] = eps;
     p.dv[1] = 1.0f / (float)p.rlen;
@@ -321,9 +323,9 @@ static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
         int obf = 0;
         uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, so, r, &obf);
         if (y16 != NULL) {
-            k->st16_ln(y16, xin, mean, rstd, w, b, n, obf);
+            k->st16_ln(y16, xin, mean, rstd, w, b, n, obf, p->nt);
         } else {
-            k->ln_apply(yout != NULL ? yout : x, xin, mean, rstd, w, b, n);
+            k->ln_apply(yout != NULL ? yout : x, xin, mean, rstd, w, b, n, yout != NULL && p->nt);
             if (yout == NULL) nn_store(p, k, so, r, x);
         }
         if (c->mean != NULL) {
@@ -331,6 +333,7 @@ static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
             c->rstd[r] = rstd;
         }
     }
+    if (p->nt) k->fence();
 }
 
 int nn_run_layer_norm(const nn_plan *p) {
@@ -419,6 +422,7 @@ static int plan_layer_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOp
     if (sw >= 0) nn_set_lay(&p, sw, NULL, p.v[sw].strides);
     if (sb >= 0) nn_set_lay(&p, sb, NULL, p.v[sb].strides);
     p.res[so] = in->dtype;
+    p.nt = nn_stream_out(nn_numel(out) * (int64_t)pa_dtype_size(out->dtype));
     p.iv[0] = sx, p.iv[1] = sw, p.iv[2] = sb, p.iv[3] = so, p.iv[4] = sm, p.iv[5] = sr;
     p.dv[0] = a[4].f;
     p.dv[1] = 1.0f / (float)N;

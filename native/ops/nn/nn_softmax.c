@@ -64,6 +64,7 @@ static int plan_forward(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExe
     p.res[so] = cdt;
     p.mode = log;
     p.flags = log && self->dtype != out->dtype && nn_is_float16ish(out->dtype); /* round x to out's dtype */
+    p.nt = nn_stream_out(nn_numel(out) * (int64_t)pa_dtype_size(out->dtype));
     p.iv[0] = sx;
     p.iv[1] = so;
     p.run = NN_RUN_SOFTMAX;
@@ -150,22 +151,25 @@ static void fwd_rows_f32(void *vctx, int64_t r0, int64_t r1) {
         if (p->mode) { /* log softmax: (x - max) - log(sum exp(x - max)) */
             const float ls = logf(k->expsub_sum_to(e, xin, n, m));
             float *y = yout != NULL ? yout : e;
-            k->sub2(y, xin, m, ls, n);
+            k->sub2(y, xin, m, ls, n, yout != NULL && p->nt);
             if (yout == NULL) {
                 if (y16 != NULL) (obf ? k->f2b : k->f2h)(y16, y, n);
                 else nn_store(p, k, so, r, y);
             }
-        } else {
-            float *y = yout != NULL ? yout : xin == x ? x : e;
-            const float inv = 1.0f / k->expsub_sum_to(y, xin, n, m);
+        } else { /* e in scratch, then e * (1 / sum) into the output */
+            float *t = xin == x ? x : e;
+            const float inv = 1.0f / k->expsub_sum_to(t, xin, n, m);
             if (y16 != NULL) {
-                k->st16_scale(y16, y, inv, n, obf);
+                k->st16_scale(y16, t, inv, n, obf, p->nt);
+            } else if (yout != NULL) {
+                k->scale(yout, t, inv, n, p->nt);
             } else {
-                k->scale(y, y, inv, n);
-                if (yout == NULL) nn_store(p, k, so, r, y);
+                k->scale(t, t, inv, n, 0);
+                nn_store(p, k, so, r, t);
             }
         }
     }
+    if (p->nt) k->fence(); /* the streamed lines land before the chunk counts as done */
 }
 
 static void fwd_rows_f64(void *vctx, int64_t r0, int64_t r1) {
