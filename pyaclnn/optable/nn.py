@@ -42,7 +42,8 @@ ROWS = [
      "const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out, "
      "aclTensor* meanOutOptional, aclTensor* rstdOutOptional", "LAYER_NORM", FLOAT3, FLOAT3, {}, dict(
          note="two-pass mean / variance in fp32; weight / bias of input's dtype or FLOAT (NULL: ones / zeros); mean "
-              "and rstd rounded to the weight's (bias's, input's) dtype, then cast; one value per row; an empty "
+              "and rstd rounded to the weight's (bias's, input's) dtype, FLOAT where CANN runs LayerNormV4, then cast; "
+              "one value per row; an empty "
               "normalized part gives mean 0, rstd NaN")),
     ("LayerNormBackward", "aclnn_layer_norm_backward.h", T + "gradOut, " + T + "input, "
      "const aclIntArray* normalizedShape, " + T + "mean, " + T + "rstd, " + T + "weightOptional, " + T +

@@ -403,8 +403,13 @@ static int plan_layer_norm(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOp
     nn_plan_init(&p, op, a, NN_RUN_NOTHING);
     if (M == 0) return nn_finish(op, &p, 0, ws, ex);
     const int sx = p.slot[0], sw = p.slot[2], sb = p.slot[3], so = p.slot[5], sm = p.slot[6], sr = p.slot[7];
-    /* the statistics' dtype before the cast to the outputs: the weight's (the bias's, the input's) */
-    const aclDataType pdt = w != NULL ? w->dtype : b != NULL ? b->dtype : in->dtype;
+    /* the statistics' dtype before the cast to the outputs: LayerNormV3's are the weight's (the bias's,
+     * the input's); where CANN picks LayerNormV4 on Atlas A2 (BF16 input and weight with n = 1024 or 4096,
+     * or n < 64 not a multiple of 32 bytes' worth) they are FLOAT */
+    const aclDataType wdt = w != NULL ? w->dtype : b != NULL ? b->dtype : in->dtype;
+    const bool v4 = (in->dtype == ACL_BF16 && wdt == ACL_BF16 && (N == 1024 || N == 4096)) ||
+                    (N % (in->dtype == ACL_FLOAT ? 8 : 16) != 0 && N < 64);
+    const aclDataType pdt = v4 ? ACL_FLOAT : wdt;
     if (sm >= 0) p.res[sm] = pdt;
     if (sr >= 0) p.res[sr] = pdt;
     if (N == 0) { /* CANN: mean 0, rstd NaN */
