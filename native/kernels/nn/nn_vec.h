@@ -23,12 +23,20 @@
 
 #include "cpu/pa_cpu.h"
 
-/* exp(x) for x <= 0 (the softmax argument x - max): x = k ln2 + r with
- * k = rint(x log2 e) (the 1.5 * 2^23 trick), r = fma(-k, ln2_hi, x) then
- * fma(-k, ln2_lo, r), e^r by Cephes' degree-7 expf polynomial
- *   p = poly(P, r); p = fma(p, r*r, r); p = p + 1
- * and 2^k put into the exponent bits; x < PA_NN_EXP_CUT gives +0 (no
- * denormal is formed), NaN gives NaN. <= 1 ulp. */
+/* exp(x) for x <= 0 (the softmax argument x - max), the scaled masked
+ * softmax's algorithm: x = (nf / 16) ln2 + r with nf the integer nearest
+ * x * 16 / ln2 (the 1.5 * 2^23 trick: t = fma(x, K, MAGIC), nf = t - MAGIC),
+ * r1 = fma(-nf, L_HI, x), r = fma(-nf, L_LO, r1), e^r - 1 =
+ * fma(fma(C3, r1, C2), r1 * r1, r); 2^(nf/16) from bits(t): a 16-entry
+ * table of 2^(j/16) (j = nf mod 16) plus (bits(t) << 19) in the exponent;
+ * e = fma(h, q, h). x < PA_NN_EXP_CUT gives +0 (no denormal is formed), a
+ * NaN x itself. About 1 ulp on [-87, 0]. */
+#define PA_NN_EXP_K 0x1.715476p+4f   /* 16 / ln2 */
+#define PA_NN_EXP_MAGIC 12582912.0f  /* 1.5 * 2^23 */
+#define PA_NN_EXP_L_HI 0x1.62e430p-5f /* ln2 / 16 = L_HI + L_LO */
+#define PA_NN_EXP_L_LO (-0x1.05c610p-33f)
+#define PA_NN_EXP_C2 0x1.00021ep-1f
+#define PA_NN_EXP_C3 0x1.55559ep-3f
 #define PA_NN_EXP_CUT (-87.0f)
 
 typedef struct pa_nn_vec {

@@ -59,4 +59,21 @@ static inline __m128i nn_bf16_pack(__m256 v) {
 #define VSTBNT(p, v) _mm_stream_si128((__m128i *)(p), nn_bf16_pack(v))
 #define NN_FENCE() _mm_sfence()
 
+#define VBITS(v) _mm256_castps_si256(v)
+#define VTABT nn_tab2
+#define VTABLOAD(t) nn_tab_load(t)
+#define VTAB16(tab, i) nn_tab16((tab), (i))
+
+/* the 16-entry table as two 8-lane halves, picked by bit 3 of the index */
+typedef struct nn_tab2 { __m256i lo, hi; } nn_tab2;
+static inline nn_tab2 nn_tab_load(const uint32_t *t) {
+    nn_tab2 r = {_mm256_loadu_si256((const __m256i *)t), _mm256_loadu_si256((const __m256i *)(t + 8))};
+    return r;
+}
+static inline __m256i nn_tab16(nn_tab2 tab, __m256i i) {
+    const __m256 lo = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab.lo, i));
+    const __m256 hi = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tab.hi, i));
+    return _mm256_castps_si256(_mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(i, 28))));
+}
+
 #include "kernels/nn/nn_vec.inc"

@@ -58,4 +58,9 @@ static inline __m256i nn_bf16_pack(__m512 v) {
 #define VSTBNT(p, v) _mm256_stream_si256((__m256i *)(p), nn_bf16_pack(v))
 #define NN_FENCE() _mm_sfence()
 
+#define VBITS(v) _mm512_castps_si512(v)
+#define VTABT __m512i
+#define VTABLOAD(t) _mm512_loadu_si512(t)
+#define VTAB16(tab, i) _mm512_permutexvar_epi32((i), (tab))
+
 #include "kernels/nn/nn_vec.inc"

@@ -21,6 +21,7 @@ typedef int32_t VI;
 #define MAP_OPS pa_map_ops_scalar
 
 static inline float nn_from_bits(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int32_t nn_to_bits(float f) { int32_t i; memcpy(&i, &f, 4); return i; }
 
 #define VLD(p) (*(p))
 #define VST(p, v) (*(p) = (v))
@@ -48,6 +49,11 @@ static inline float nn_from_bits(int32_t i) { float f; memcpy(&f, &i, 4); return
 #define VSTHNT(p, v) VSTH(p, v)
 #define VSTBNT(p, v) VSTB(p, v)
 #define NN_FENCE() ((void)0)
+
+#define VBITS(v) nn_to_bits(v)
+#define VTABT const uint32_t *
+#define VTABLOAD(t) (t)
+#define VTAB16(tab, i) ((int32_t)(tab)[(uint32_t)(i) & 15u])
 
 #include "kernels/nn/nn_vec.inc"
 
