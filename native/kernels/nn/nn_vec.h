@@ -59,6 +59,8 @@ typedef struct pa_nn_vec {
                      int nt);
     void (*sub2)(float *y, const float *x, float a, float b, int64_t n, int nt);
     void (*fence)(void);
+    /* hints the `bytes` at p into L2 (the next row, while this one computes); no effect on results */
+    void (*prefetch)(const void *p, int64_t bytes);
     /* fused 16-bit rows (bf: 1 = BF16, 0 = FLOAT16): dst = widen(src) and its max / sum / sum of
      * squares (the 64-lane order above); dst16 = narrow(src * s), narrow((x * rstd) * g),
      * narrow(((x - mean) * rstd) * w + b) (nearest even, as common/pa_half.h) */

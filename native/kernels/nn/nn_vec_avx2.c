@@ -76,4 +76,6 @@ static inline __m256i nn_tab16(nn_tab2 tab, __m256i i) {
     return _mm256_castps_si256(_mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(i, 28))));
 }
 
+#define NN_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
+
 #include "kernels/nn/nn_vec.inc"

@@ -63,4 +63,6 @@ static inline __m256i nn_bf16_pack(__m512 v) {
 #define VTABLOAD(t) _mm512_loadu_si512(t)
 #define VTAB16(tab, i) _mm512_permutexvar_epi32((i), (tab))
 
+#define NN_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
+
 #include "kernels/nn/nn_vec.inc"

@@ -55,6 +55,8 @@ static inline int32_t nn_to_bits(float f) { int32_t i; memcpy(&i, &f, 4); return
 #define VTABLOAD(t) (t)
 #define VTAB16(tab, i) ((int32_t)(tab)[(uint32_t)(i) & 15u])
 
+#define NN_PREFETCH(p) ((void)(p))
+
 #include "kernels/nn/nn_vec.inc"
 
 const pa_nn_vec *pa_nn_vec_for(pa_isa isa) {

@@ -234,6 +234,14 @@ uint16_t *nn_row_out_16(const nn_plan *p, int s, int64_t r, int *bf) {
     return (uint16_t *)pa_tview_ptr(v) + nn_row_off(p, s, r);
 }
 
+void nn_prefetch_next(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, int64_t r1) {
+    if (r + 1 >= r1 || !p->lay[s].contig) return;
+    const pa_tview *v = &p->v[s];
+    const int64_t es = (int64_t)pa_dtype_size(v->dtype);
+    const int64_t bytes = p->rlen * es;
+    k->prefetch((const char *)pa_tview_ptr(v) + nn_row_off(p, s, r + 1) * es, bytes < 262144 ? bytes : 262144);
+}
+
 void nn_load_d(const nn_plan *p, int s, int64_t r, double *dst) {
     const pa_tview *v = &p->v[s];
     const nn_lay *l = &p->lay[s];

@@ -102,6 +102,7 @@ static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
     const aclDataType dt = p->v[sx].dtype;
     for (int64_t r = r0; r < r1; r++) {
         float rstd;
+        nn_prefetch_next(p, k, sx, r, r1);
         if (add) {
             nn_load(p, k, sx, r, x);
             nn_load(p, k, sx2, r, t);
@@ -301,6 +302,7 @@ static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
     else for (int64_t i = 0; i < n; i++) b[i] = 0.0f;
     const float eps = (float)p->dv[0], inv = (float)p->dv[1];
     for (int64_t r = r0; r < r1; r++) {
+        nn_prefetch_next(p, k, sx, r, r1);
         const float *xin = nn_row_in_f32(p, sx, r);
         float s1;
         if (xin != NULL) {

@@ -126,6 +126,7 @@ static void fwd_rows_f32(void *vctx, int64_t r0, int64_t r1) {
     float *e = x + NN_SSTRIDE(n);
     const aclDataType cdt = p->res[so];
     for (int64_t r = r0; r < r1; r++) {
+        nn_prefetch_next(p, k, sx, r, r1);
         /* FLOAT rows in and out are used in place, 16-bit ones converted in the max / the scale */
         const float *xin = p->flags ? NULL : nn_row_in_f32(p, sx, r);
         float m;
