@@ -864,3 +864,16 @@ def test_streamed_outputs_same_bits(dt):
         whole = run(x)
         same(whole[:half], run(x[:half]))
         same(whole[half:], run(x[half:]))
+
+
+def test_through_torch_npu(home):
+    """torch_npu's aten ops (softmax, log_softmax, native_layer_norm(_backward), nll_loss(_backward),
+    cross_entropy) reach these operators and match torch CPU (tests/torch_npu/nn_ops.py)."""
+    from torch_npu_env import SCRIPTS, error_lines, require_torch_npu, run_script
+    require_torch_npu()
+    proc = run_script(home, SCRIPTS / "nn_ops.py", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if "max err" in ln]
+    assert len(lines) == 12 and all(" OK " in ln for ln in lines), proc.stdout
+    assert proc.stdout.rstrip().endswith("DONE"), proc.stdout
+    assert not error_lines(proc.stderr), proc.stderr
