@@ -877,3 +877,20 @@ def test_through_torch_npu(home):
     assert len(lines) == 12 and all(" OK " in ln for ln in lines), proc.stdout
     assert proc.stdout.rstrip().endswith("DONE"), proc.stdout
     assert not error_lines(proc.stderr), proc.stderr
+
+
+def test_bf16_denormal_outputs_across_tiers(restore_runtime_knobs):
+    """Softmax outputs below 2^-126 round to bf16 denormals on every tier (AVX512_BF16's
+    vcvtneps2bf16 would flush them: vectors holding one take the integer path)."""
+    x = np.zeros((3, 100), np.float32)
+    x[:, 4:] = np.where(np.arange(96) % 2 == 0, -86.5, -86.0)  # exp / 4 below 2^-126
+    x = x.astype(BF16)
+    got = {}
+    for tier in supported_tiers():
+        pyaclnn.set_max_isa(tier)
+        y = np.empty(x.shape, BF16)
+        aclnn.Softmax(x, -1, y)
+        got[tier] = bits(y)
+    assert len(set(got.values())) == 1, list(got)
+    y = np.frombuffer(got["scalar"], np.uint16).reshape(x.shape)
+    assert ((y[:, 4:] & 0x7f80) == 0).all() and (y[:, 4:] != 0).all()  # denormal, not flushed

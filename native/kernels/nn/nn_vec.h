@@ -48,16 +48,19 @@ typedef struct pa_nn_vec {
     float (*max)(const float *x, int64_t n);                    /* -inf for n == 0 */
     /* x[i] = exp(x[i] - m) (the exp above), returns their sum */
     float (*expsub_sum)(float *x, int64_t n, float m);
-    /* dst[i] = exp(src[i] - m), returns their sum (dst may be src) */
-    float (*expsub_sum_to)(float *dst, const float *src, int64_t n, float m);
+    /* dst[i] = exp(src[i] - m), returns their sum (dst may be src); pf (or NULL): a row of n elements
+     * of pf_es bytes to prefetch into L2 meanwhile, a block per block of 64 (the next row) */
+    float (*expsub_sum_to)(float *dst, const float *src, int64_t n, float m, const void *pf, int pf_es);
     /* row formulas (y may be x): y = x * s; y = (x * rstd) * g; y = ((x - mean) * rstd) * w + b;
      * y = (x - a) - b. nt: non-temporal stores where y is aligned (outputs too large to stay cached;
-     * call fence() before the results are used) */
-    void (*scale)(float *y, const float *x, float s, int64_t n, int nt);
-    void (*rms_apply)(float *y, const float *x, float rstd, const float *g, int64_t n, int nt);
+     * call fence() before the results are used). pf (or NULL): a row of n elements of pf_es bytes
+     * to prefetch into L2 meanwhile (the next row) */
+    void (*scale)(float *y, const float *x, float s, int64_t n, int nt, const void *pf, int pf_es);
+    void (*rms_apply)(float *y, const float *x, float rstd, const float *g, int64_t n, int nt, const void *pf,
+                      int pf_es);
     void (*ln_apply)(float *y, const float *x, float mean, float rstd, const float *w, const float *b, int64_t n,
-                     int nt);
-    void (*sub2)(float *y, const float *x, float a, float b, int64_t n, int nt);
+                     int nt, const void *pf, int pf_es);
+    void (*sub2)(float *y, const float *x, float a, float b, int64_t n, int nt, const void *pf, int pf_es);
     void (*fence)(void);
     /* hints the `bytes` at p into L2 (the next row, while this one computes); no effect on results */
     void (*prefetch)(const void *p, int64_t bytes);
@@ -67,10 +70,12 @@ typedef struct pa_nn_vec {
     float (*ld16_max)(float *dst, const uint16_t *src, int64_t n, int bf);
     float (*ld16_sum)(float *dst, const uint16_t *src, int64_t n, int bf);
     float (*ld16_sumsq)(float *dst, const uint16_t *src, int64_t n, int bf);
-    void (*st16_scale)(uint16_t *dst, const float *src, float s, int64_t n, int bf, int nt);
-    void (*st16_rms)(uint16_t *dst, const float *x, float rstd, const float *g, int64_t n, int bf, int nt);
+    void (*st16_scale)(uint16_t *dst, const float *src, float s, int64_t n, int bf, int nt, const void *pf,
+                       int pf_es);
+    void (*st16_rms)(uint16_t *dst, const float *x, float rstd, const float *g, int64_t n, int bf, int nt,
+                     const void *pf, int pf_es);
     void (*st16_ln)(uint16_t *dst, const float *x, float mean, float rstd, const float *w, const float *b, int64_t n,
-                    int bf, int nt);
+                    int bf, int nt, const void *pf, int pf_es);
     /* o[i] = exp(x[i]) over the whole range (the map engine's exp, <= 1 ulp); o may be x */
     void (*exp)(float *o, const float *x, int64_t n);
     /* contiguous conversions, nearest even (as common/pa_half.h) */
@@ -89,6 +94,7 @@ extern const pa_nn_vec pa_nn_vec_scalar;
 #if defined(PA_HAVE_X86_KERNELS)
 extern const pa_nn_vec pa_nn_vec_avx2;
 extern const pa_nn_vec pa_nn_vec_avx512;
+extern const pa_nn_vec pa_nn_vec_avx512bf16; /* needs AVX512_BF16 (pa_cpu_has_avx512bf16) */
 #endif
 
 #endif

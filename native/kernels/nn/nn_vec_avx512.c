@@ -1,4 +1,7 @@
-/* The NN row kernels on 16 lanes (AVX-512 F/BW/VL/DQ). */
+/* The NN row kernels on 16 lanes (AVX-512 F/BW/VL/DQ), twice: pa_nn_vec_avx512 and, with
+ * AVX512_BF16's vcvtneps2bf16 for the bf16 stores, pa_nn_vec_avx512bf16 (the instruction
+ * treats denormal inputs as zero: vectors holding one take the integer path, so the bits
+ * stay pa_f32_to_bf16's). */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -64,5 +67,24 @@ static inline __m256i nn_bf16_pack(__m512 v) {
 #define VTAB16(tab, i) _mm512_permutexvar_epi32((i), (tab))
 
 #define NN_PREFETCH(p) _mm_prefetch((p), _MM_HINT_T1)
+
+#include "kernels/nn/nn_vec.inc"
+
+/* ---- the same with the hardware bf16 narrowing ---- */
+#undef SFX
+#undef NN_TIER_NAME
+#undef VSTB
+#undef VSTBNT
+#define SFX(name) name##_avx512bf16
+#define NN_TIER_NAME "avx512bf16"
+#define VSTB(p, v) _mm256_storeu_si256((__m256i *)(p), nn_bf16_pack_hw(v))
+#define VSTBNT(p, v) _mm256_stream_si256((__m256i *)(p), nn_bf16_pack_hw(v))
+
+static inline __m256i nn_bf16_pack_hw(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    if (_mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0) return nn_bf16_pack(v);
+    return (__m256i)_mm512_cvtneps_pbh(v);
+}
 
 #include "kernels/nn/nn_vec.inc"

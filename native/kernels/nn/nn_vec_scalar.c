@@ -61,6 +61,7 @@ static inline int32_t nn_to_bits(float f) { int32_t i; memcpy(&i, &f, 4); return
 
 const pa_nn_vec *pa_nn_vec_for(pa_isa isa) {
 #if defined(PA_HAVE_X86_KERNELS)
+    if (isa >= PA_ISA_AVX512BF16 && pa_cpu_has_avx512bf16()) return &pa_nn_vec_avx512bf16;
     if (isa >= PA_ISA_AVX512) return &pa_nn_vec_avx512;
     if (isa >= PA_ISA_AVX2) return &pa_nn_vec_avx2;
 #else

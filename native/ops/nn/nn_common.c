@@ -234,6 +234,12 @@ uint16_t *nn_row_out_16(const nn_plan *p, int s, int64_t r, int *bf) {
     return (uint16_t *)pa_tview_ptr(v) + nn_row_off(p, s, r);
 }
 
+const void *nn_next_row(const nn_plan *p, int s, int64_t r, int64_t r1) {
+    if (r + 1 >= r1 || !p->lay[s].contig) return NULL;
+    const pa_tview *v = &p->v[s];
+    return (const char *)pa_tview_ptr(v) + nn_row_off(p, s, r + 1) * (int64_t)pa_dtype_size(v->dtype);
+}
+
 void nn_prefetch_next(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, int64_t r1) {
     if (r + 1 >= r1 || !p->lay[s].contig) return;
     const pa_tview *v = &p->v[s];

@@ -127,6 +127,8 @@ float *nn_row_out_f32(const nn_plan *p, int s, int64_t r);
 /* ... as FLOAT16 / BF16 elements (*bf: 1 for BF16); outputs: rounded to their own dtype (or FLOAT) first. */
 const uint16_t *nn_row_in_16(const nn_plan *p, int s, int64_t r, int *bf);
 uint16_t *nn_row_out_16(const nn_plan *p, int s, int64_t r, int *bf);
+/* Row r + 1 of slot s when it lies in [.., r1) and its elements are consecutive (else NULL). */
+const void *nn_next_row(const nn_plan *p, int s, int64_t r, int64_t r1);
 /* Prefetches row r + 1 of slot s when it lies in [.., r1) and its elements are consecutive. */
 void nn_prefetch_next(const nn_plan *p, const pa_nn_vec *k, int s, int64_t r, int64_t r1);
 /* The double versions (DOUBLE compute). */

@@ -100,9 +100,10 @@ static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
     nn_load(p, k, sg, 0, g); /* gamma is the same for every row */
     const float eps = (float)p->dv[0], avg = (float)p->dv[1];
     const aclDataType dt = p->v[sx].dtype;
+    const int pf_es = (int)pa_dtype_size(dt);
     for (int64_t r = r0; r < r1; r++) {
         float rstd;
-        nn_prefetch_next(p, k, sx, r, r1);
+        const void *pf = nn_next_row(p, sx, r, r1); /* prefetched during the second pass */
         if (add) {
             nn_load(p, k, sx, r, x);
             nn_load(p, k, sx2, r, t);
@@ -142,9 +143,9 @@ static void rms_rows(void *vctx, int64_t r0, int64_t r1) {
             int obf = 0;
             uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, sy, r, &obf);
             if (y16 != NULL) {
-                k->st16_rms(y16, xin, rstd, g, n, obf, p->nt);
+                k->st16_rms(y16, xin, rstd, g, n, obf, p->nt, pf, pf_es);
             } else {
-                k->rms_apply(yout != NULL ? yout : y, xin, rstd, g, n, yout != NULL && p->nt);
+                k->rms_apply(yout != NULL ? yout : y, xin, rstd, g, n, yout != NULL && p->nt, pf, pf_es);
                 if (yout == NULL) nn_store(p, k, sy, r, y);
             }
             if (c->rstd != NULL) c->rstd[r] = rstd;
@@ -301,8 +302,9 @@ static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
     if (sb >= 0) nn_load(p, k, sb, 0, b);
     else for (int64_t i = 0; i < n; i++) b[i] = 0.0f;
     const float eps = (float)p->dv[0], inv = (float)p->dv[1];
+    const int pf_es = (int)pa_dtype_size(p->v[sx].dtype);
     for (int64_t r = r0; r < r1; r++) {
-        nn_prefetch_next(p, k, sx, r, r1);
+        const void *pf = nn_next_row(p, sx, r, r1); /* prefetched during the last pass */
         const float *xin = nn_row_in_f32(p, sx, r);
         float s1;
         if (xin != NULL) {
@@ -325,9 +327,9 @@ static void ln_rows(void *vctx, int64_t r0, int64_t r1) {
         int obf = 0;
         uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, so, r, &obf);
         if (y16 != NULL) {
-            k->st16_ln(y16, xin, mean, rstd, w, b, n, obf, p->nt);
+            k->st16_ln(y16, xin, mean, rstd, w, b, n, obf, p->nt, pf, pf_es);
         } else {
-            k->ln_apply(yout != NULL ? yout : x, xin, mean, rstd, w, b, n, yout != NULL && p->nt);
+            k->ln_apply(yout != NULL ? yout : x, xin, mean, rstd, w, b, n, yout != NULL && p->nt, pf, pf_es);
             if (yout == NULL) nn_store(p, k, so, r, x);
         }
         if (c->mean != NULL) {

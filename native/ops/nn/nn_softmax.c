@@ -125,8 +125,9 @@ static void fwd_rows_f32(void *vctx, int64_t r0, int64_t r1) {
     }
     float *e = x + NN_SSTRIDE(n);
     const aclDataType cdt = p->res[so];
+    const int pf_es = (int)pa_dtype_size(p->v[sx].dtype);
     for (int64_t r = r0; r < r1; r++) {
-        nn_prefetch_next(p, k, sx, r, r1);
+        const void *pf = nn_next_row(p, sx, r, r1); /* prefetched during the exp */
         /* FLOAT rows in and out are used in place, 16-bit ones converted in the max / the scale */
         const float *xin = p->flags ? NULL : nn_row_in_f32(p, sx, r);
         float m;
@@ -150,22 +151,22 @@ static void fwd_rows_f32(void *vctx, int64_t r0, int64_t r1) {
         int obf = 0;
         uint16_t *y16 = yout != NULL ? NULL : nn_row_out_16(p, so, r, &obf);
         if (p->mode) { /* log softmax: (x - max) - log(sum exp(x - max)) */
-            const float ls = logf(k->expsub_sum_to(e, xin, n, m));
+            const float ls = logf(k->expsub_sum_to(e, xin, n, m, pf, pf_es));
             float *y = yout != NULL ? yout : e;
-            k->sub2(y, xin, m, ls, n, yout != NULL && p->nt);
+            k->sub2(y, xin, m, ls, n, yout != NULL && p->nt, NULL, 0);
             if (yout == NULL) {
                 if (y16 != NULL) (obf ? k->f2b : k->f2h)(y16, y, n);
                 else nn_store(p, k, so, r, y);
             }
         } else { /* e in scratch, then e * (1 / sum) into the output */
             float *t = xin == x ? x : e;
-            const float inv = 1.0f / k->expsub_sum_to(t, xin, n, m);
+            const float inv = 1.0f / k->expsub_sum_to(t, xin, n, m, pf, pf_es);
             if (y16 != NULL) {
-                k->st16_scale(y16, t, inv, n, obf, p->nt);
+                k->st16_scale(y16, t, inv, n, obf, p->nt, NULL, 0);
             } else if (yout != NULL) {
-                k->scale(yout, t, inv, n, p->nt);
+                k->scale(yout, t, inv, n, p->nt, NULL, 0);
             } else {
-                k->scale(t, t, inv, n, 0);
+                k->scale(t, t, inv, n, 0, NULL, 0);
                 nn_store(p, k, so, r, t);
             }
         }
