@@ -818,6 +818,69 @@ def _mm_rows(args, runs, rng, with_torch, threads, tmp, triad, peak, rows, resul
                          frac >= 0.70))
 
 
+# ---------------------------------------------------------------- nn: softmax and the norms
+NN_TARGET = 0.80  # of STREAM triad: one read of x and one write of y, at memory bandwidth
+
+
+def bench_nn(name, shape, dt_name, runs, rng, with_torch):
+    """Softmax / RmsNorm / LayerNorm over the last dim on device buffers (a repeatable executor),
+    and torch's same op; bytes = x read + y written."""
+    from ._ffi import ffi, lib
+    dt = DTYPES[dt_name]
+    x = rng.standard_normal(shape).astype(np.float32).astype(dt)
+    n = shape[-1]
+    rows = int(np.prod(shape[:-1]))
+    tx = pyaclnn.Tensor(x)
+    ty = pyaclnn.Tensor.empty(shape, dt)
+    keep = [tx, ty]
+    arrays = []
+    if name == "Softmax":
+        args = (tx, -1, ty)
+    elif name == "RmsNorm":
+        g = pyaclnn.Tensor(np.ones(n, dt))
+        r = pyaclnn.Tensor.empty((rows,), np.float32)
+        keep += [g, r]
+        args = (tx, g, 1e-6, ty, r)
+    else:  # LayerNorm, with weight and bias, mean / rstd out
+        w = pyaclnn.Tensor(rng.standard_normal(n).astype(np.float32).astype(dt))
+        b = pyaclnn.Tensor(rng.standard_normal(n).astype(np.float32).astype(dt))
+        m = pyaclnn.Tensor.empty(shape[:-1] + (1,), np.float32)
+        r = pyaclnn.Tensor.empty(shape[:-1] + (1,), np.float32)
+        keep += [w, b, m, r]
+        ns = np.array([n], np.int64)
+        ia = lib.aclCreateIntArray(ffi.cast("int64_t *", ns.ctypes.data), 1)
+        arrays.append(ia)
+        args = (tx, ia, w, b, 1e-5, ty, m, r)
+    launch, destroy = _plan_op(name, *args)
+    peer = None
+    if with_torch and torch is not None:
+        tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
+        xt = torch.from_numpy(x.astype(np.float32)).to(tdt)
+        if name == "Softmax":
+            peer = lambda: torch.softmax(xt, -1)  # noqa: E731
+        elif name == "RmsNorm":
+            gt = torch.ones(n, dtype=tdt)
+            peer = lambda: torch.nn.functional.rms_norm(xt, (n,), gt, 1e-6)  # noqa: E731
+        else:
+            wt, bt = torch.randn(n).to(tdt), torch.randn(n).to(tdt)
+            peer = lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt, 1e-5)  # noqa: E731
+    with torch.no_grad() if torch is not None else _null():
+        times = _paired_median_times([launch] + ([peer] if peer else []), runs)
+    destroy()
+    for t in keep:
+        t.close()
+    for ia in arrays:
+        lib.aclDestroyIntArray(ia)
+    nbytes = 2 * x.nbytes
+    res = {"ours_s": times[0], "bytes": nbytes, "gbps": nbytes / times[0] / 1e9}
+    if peer:
+        res["torch_s"] = times[1]
+    return res
+
+
+GROUPS = ("smsb", "smsf", "nsa", "overhead", "ew", "reduce", "mm", "nn")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pyaclnn.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -825,10 +888,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write all figures as JSON")
     ap.add_argument("--threads", type=int, default=0, help="kernel threads (default: all usable)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peers")
-    ap.add_argument("--only", action="append",
-                    choices=("smsb", "smsf", "nsa", "overhead", "ew", "reduce", "mm"),
+    ap.add_argument("--only", action="append", choices=GROUPS,
                     help="run only these groups (repeatable): softmax backward / forward, NSA, small-op "
-                         "overhead, elementwise operators, reductions, matrix products")
+                         "overhead, elementwise operators, reductions, matrix products, nn (softmax and "
+                         "the norms)")
     ap.add_argument("--e2e", action="store_true",
                     help="only the end-to-end rows (numpy in, numpy out through pyaclnn.ops) with the "
                          "op-only and PyTorch rows they are compared with")
@@ -856,7 +919,7 @@ def main(argv=None) -> int:
             _e2e_cases(args, runs, rng, with_torch, rows, results)
             results["rows"] = rows
             return _finish(rows, results, args)
-        want = set(args.only or ("smsb", "smsf", "nsa", "overhead", "ew", "reduce", "mm"))
+        want = set(args.only or GROUPS)
         triad = triad_gbps(threads, args.quick, tmp)
         sgemm = sgemm_gflops(threads, args.quick) if "nsa" in want else float("nan")
         peak, fma, peak_kind = dot_peaks(threads, args.quick, tmp) if want & {"nsa", "mm"} else \
@@ -941,6 +1004,22 @@ def main(argv=None) -> int:
             if "torch_s" in r:
                 ratio = r["torch_s"] / r["ours_s"]
                 rows.append(_row("  vs torch sum", r["ours_s"] * 1e3, r["torch_s"] * 1e3, ratio, "", None,
+                                 ">= 1x", ratio >= 1.0))
+
+        # nn: softmax and the norms over large rows, against triad and torch
+        nshape = (2048, 4096) if args.quick else (4096, 4096)
+        nn_cases = [("Softmax", "fp32"), ("Softmax", "bf16"), ("RmsNorm", "bf16"), ("RmsNorm", "fp32"),
+                    ("LayerNorm", "bf16"), ("LayerNorm", "fp32")]
+        for op, dt in (nn_cases if "nn" in groups else []):
+            r = bench_nn(op, nshape, dt, runs, rng, with_torch)
+            label = f"{op} {dt} {list(nshape)} dim -1"
+            results["cases"]["nn " + label] = r
+            frac = r["gbps"] / triad
+            rows.append(_row(label, r["ours_s"] * 1e3, None, None, f"{r['gbps']:.1f} GB/s", frac,
+                             f">= {NN_TARGET:.0%} triad", frac >= NN_TARGET))
+            if "torch_s" in r:
+                ratio = r["torch_s"] / r["ours_s"]
+                rows.append(_row("  vs torch", r["ours_s"] * 1e3, r["torch_s"] * 1e3, ratio, "", None,
                                  ">= 1x", ratio >= 1.0))
 
         # NSA backward

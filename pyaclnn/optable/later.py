@@ -16,22 +16,6 @@ LATER = [
     # NN (issue 25)
     ("TriangularSolve", "aclnn_triangular_solve.h", T + "self, const aclTensor* A, bool upper, bool transpose, "
      "bool unitriangular, aclTensor* xOut, aclTensor* mOut", 25),
-    ("RmsNorm", "aclnn_rms_norm.h", "const aclTensor *x, const aclTensor *gamma, double epsilon, "
-     "const aclTensor *yOut, const aclTensor *rstdOut", 25),
-    ("LayerNorm", "aclnn_layer_norm.h", "const aclTensor* input, const aclIntArray* normalizedShape, "
-     "const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out, "
-     "aclTensor* meanOutOptional, aclTensor* rstdOutOptional", 25),
-    ("GroupNorm", "aclnn_group_norm.h", T + "self, const aclTensor* gamma, const aclTensor* beta, int64_t N, "
-     "int64_t C, int64_t HxW, int64_t group, double eps, aclTensor* out, aclTensor* meanOut, aclTensor* rstdOut",
-     25),
-    ("AddRmsNorm", "aclnn_add_rms_norm.h", "const aclTensor* x1, const aclTensor* x2, const aclTensor* gamma, "
-     "double epsilon, aclTensor* yOut, aclTensor* rstdOut, aclTensor* xOut", 25),
-    ("Softmax", "aclnn_softmax.h", T + "self, int64_t dim, aclTensor* out", 25),
-    ("LogSoftmax", "aclnn_logsoftmax.h", T + "self, int64_t dim, aclTensor* out", 25),
-    ("SoftmaxCrossEntropyWithLogits", "aclnn_softmax_cross_entropy_with_logits.h",
-     "const aclTensor* features, aclTensor* labels, aclTensor* loss, aclTensor* backprop", 25),
-    ("RotaryPositionEmbedding", "aclnn_rotary_position_embedding.h",
-     "const aclTensor* x, const aclTensor* cos, const aclTensor* sin, int64_t mode, aclTensor* out", 25),
     ("FusedInferAttentionScoreV2", "aclnn_fused_infer_attention_score_v2.h",
      "const aclTensor *query, const aclTensorList *key, const aclTensorList *value, "
      "const aclTensor *pseShiftOptional, const aclTensor *attenMaskOptional, "
@@ -59,9 +43,6 @@ LATER = [
     ("MaxPool", "aclnn_max_pool.h", T + "self, const aclIntArray* kernelShape, const aclIntArray* strides, "
      "const int64_t autoPad, const aclIntArray* pads, const aclIntArray* dilations, const int64_t ceilMode, "
      "aclTensor* out", 25),
-    ("SwiGlu", "aclnn_swi_glu.h", "const aclTensor *x, int64_t dim, const aclTensor *out", 25),
-    ("GeGluV3", "aclnn_geglu.h", T + "self, int64_t dim, int64_t approximate, bool activateLeft, aclTensor* out, "
-     "aclTensor* outGelu", 25),
 ]
 for _n, _h, _p, _i in LATER:
     _planned(_n, _h, _p, None, issue=_i)

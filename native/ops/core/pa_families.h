@@ -7,6 +7,7 @@
 #include "ops/core/pa_op.h"
 #include "ops/index/pa_index.h"
 #include "ops/matmul/pa_matmul.h"
+#include "ops/nn/pa_nn.h"
 #include "ops/reduce/pa_reduce.h"
 #include "ops/shape/pa_shape.h"
 

@@ -8405,6 +8405,525 @@ PA_API aclnnStatus aclnnCalculateMatmulWeightSizeV2(const aclIntArray* tensorSha
     return pa_op_plan(&pa_op_CalculateMatmulWeightSizeV2, a, NULL, NULL);
 }
 
+/* ---- aclnnSoftmax ---- */
+static const pa_param pa_params_Softmax[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_Softmax[] = {"self"};
+static const char *const pa_out_Softmax[] = {"out"};
+static const pa_op pa_op_Softmax = {
+    .ws_api = "aclnnSoftmaxGetWorkspaceSize",
+    .launch = {"aclnnSoftmax", pa_run_nn, pa_in_Softmax, pa_out_Softmax},
+    .kernel = PA_NN_SOFTMAX,
+    .params = pa_params_Softmax,
+    .nparams = 3,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_Softmax, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Softmax.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLogSoftmax ---- */
+static const pa_param pa_params_LogSoftmax[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_LogSoftmax[] = {"self"};
+static const char *const pa_out_LogSoftmax[] = {"out"};
+static const pa_op pa_op_LogSoftmax = {
+    .ws_api = "aclnnLogSoftmaxGetWorkspaceSize",
+    .launch = {"aclnnLogSoftmax", pa_run_nn, pa_in_LogSoftmax, pa_out_LogSoftmax},
+    .kernel = PA_NN_LOG_SOFTMAX,
+    .params = pa_params_LogSoftmax,
+    .nparams = 3,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_LogSoftmax, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLogSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LogSoftmax.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSoftmaxBackward ---- */
+static const pa_param pa_params_SoftmaxBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"output", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_SoftmaxBackward[] = {"gradOutput"};
+static const char *const pa_out_SoftmaxBackward[] = {"output", "out"};
+static const pa_op pa_op_SoftmaxBackward = {
+    .ws_api = "aclnnSoftmaxBackwardGetWorkspaceSize",
+    .launch = {"aclnnSoftmaxBackward", pa_run_nn, pa_in_SoftmaxBackward, pa_out_SoftmaxBackward},
+    .kernel = PA_NN_SOFTMAX_BACKWARD,
+    .params = pa_params_SoftmaxBackward,
+    .nparams = 4,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output,
+        int64_t dim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = output}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_SoftmaxBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSoftmaxBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SoftmaxBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLogSoftmaxBackward ---- */
+static const pa_param pa_params_LogSoftmaxBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"output", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LogSoftmaxBackward[] = {"gradOutput"};
+static const char *const pa_out_LogSoftmaxBackward[] = {"output", "out"};
+static const pa_op pa_op_LogSoftmaxBackward = {
+    .ws_api = "aclnnLogSoftmaxBackwardGetWorkspaceSize",
+    .launch = {"aclnnLogSoftmaxBackward", pa_run_nn, pa_in_LogSoftmaxBackward, pa_out_LogSoftmaxBackward},
+    .kernel = PA_NN_LOG_SOFTMAX_BACKWARD,
+    .params = pa_params_LogSoftmaxBackward,
+    .nparams = 4,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLogSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* output,
+        int64_t dim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = output}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_LogSoftmaxBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLogSoftmaxBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LogSoftmaxBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRmsNorm ---- */
+static const pa_param pa_params_RmsNorm[] = {
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gamma", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
+    {"yOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1) /* f32 */},
+};
+static const char *const pa_in_RmsNorm[] = {"x", "gamma"};
+static const char *const pa_out_RmsNorm[] = {"yOut", "rstdOut"};
+static const pa_op pa_op_RmsNorm = {
+    .ws_api = "aclnnRmsNormGetWorkspaceSize",
+    .launch = {"aclnnRmsNorm", pa_run_nn, pa_in_RmsNorm, pa_out_RmsNorm},
+    .kernel = PA_NN_RMS_NORM,
+    .params = pa_params_RmsNorm,
+    .nparams = 5,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor* x, const aclTensor* gamma, double epsilon,
+        const aclTensor* yOut, const aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}};
+    return pa_op_plan(&pa_op_RmsNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RmsNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAddRmsNorm ---- */
+static const pa_param pa_params_AddRmsNorm[] = {
+    {"x1", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gamma", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
+    {"yOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
+    {"xOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_AddRmsNorm[] = {"x1", "x2", "gamma"};
+static const char *const pa_out_AddRmsNorm[] = {"yOut", "rstdOut", "xOut"};
+static const pa_op pa_op_AddRmsNorm = {
+    .ws_api = "aclnnAddRmsNormGetWorkspaceSize",
+    .launch = {"aclnnAddRmsNorm", pa_run_nn, pa_in_AddRmsNorm, pa_out_AddRmsNorm},
+    .kernel = PA_NN_ADD_RMS_NORM,
+    .params = pa_params_AddRmsNorm,
+    .nparams = 7,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor* x1, const aclTensor* x2, const aclTensor* gamma,
+        double epsilon, aclTensor* yOut, aclTensor* rstdOut, aclTensor* xOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}, {.p = xOut}};
+    return pa_op_plan(&pa_op_AddRmsNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_AddRmsNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRmsNormGrad ---- */
+static const pa_param pa_params_RmsNormGrad[] = {
+    {"dy", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstd", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x1) /* f32 */},
+    {"gamma", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dxOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dgammaOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1) /* f32 */},
+};
+static const char *const pa_in_RmsNormGrad[] = {"dy", "x", "rstd", "gamma"};
+static const char *const pa_out_RmsNormGrad[] = {"dxOut", "dgammaOut"};
+static const pa_op pa_op_RmsNormGrad = {
+    .ws_api = "aclnnRmsNormGradGetWorkspaceSize",
+    .launch = {"aclnnRmsNormGrad", pa_run_nn, pa_in_RmsNormGrad, pa_out_RmsNormGrad},
+    .kernel = PA_NN_RMS_NORM_GRAD,
+    .params = pa_params_RmsNormGrad,
+    .nparams = 6,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor* dy, const aclTensor* x, const aclTensor* rstd,
+        const aclTensor* gamma, const aclTensor* dxOut, const aclTensor* dgammaOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = dy}, {.p = x}, {.p = rstd}, {.p = gamma}, {.p = dxOut}, {.p = dgammaOut}};
+    return pa_op_plan(&pa_op_RmsNormGrad, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRmsNormGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RmsNormGrad.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLayerNorm ---- */
+static const pa_param pa_params_LayerNorm[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"normalizedShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LayerNorm[] = {"input", "weightOptional", "biasOptional"};
+static const char *const pa_out_LayerNorm[] = {"out", "meanOutOptional", "rstdOutOptional"};
+static const pa_op pa_op_LayerNorm = {
+    .ws_api = "aclnnLayerNormGetWorkspaceSize",
+    .launch = {"aclnnLayerNorm", pa_run_nn, pa_in_LayerNorm, pa_out_LayerNorm},
+    .kernel = PA_NN_LAYER_NORM,
+    .params = pa_params_LayerNorm,
+    .nparams = 8,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor* input, const aclIntArray* normalizedShape,
+        const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out,
+        aclTensor* meanOutOptional, aclTensor* rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = normalizedShape}, {.p = weightOptional}, {.p = biasOptional}, {.f = (double)eps}, {.p = out}, {.p = meanOutOptional}, {.p = rstdOutOptional}};
+    return pa_op_plan(&pa_op_LayerNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLayerNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LayerNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLayerNormBackward ---- */
+static const pa_param pa_params_LayerNormBackward[] = {
+    {"gradOut", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"normalizedShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"mean", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstd", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"outputMask", PA_P_BOOL_ARRAY, PA_IN, 0, 0},
+    {"gradInputOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradWeightOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gradBiasOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LayerNormBackward[] = {"gradOut", "input", "mean", "rstd", "weightOptional", "biasOptional"};
+static const char *const pa_out_LayerNormBackward[] = {"gradInputOut", "gradWeightOut", "gradBiasOut"};
+static const pa_op pa_op_LayerNormBackward = {
+    .ws_api = "aclnnLayerNormBackwardGetWorkspaceSize",
+    .launch = {"aclnnLayerNormBackward", pa_run_nn, pa_in_LayerNormBackward, pa_out_LayerNormBackward},
+    .kernel = PA_NN_LAYER_NORM_BACKWARD,
+    .params = pa_params_LayerNormBackward,
+    .nparams = 11,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(const aclTensor* gradOut, const aclTensor* input,
+        const aclIntArray* normalizedShape, const aclTensor* mean, const aclTensor* rstd,
+        const aclTensor* weightOptional, const aclTensor* biasOptional, const aclBoolArray* outputMask,
+        aclTensor* gradInputOut, aclTensor* gradWeightOut, aclTensor* gradBiasOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOut}, {.p = input}, {.p = normalizedShape}, {.p = mean}, {.p = rstd}, {.p = weightOptional}, {.p = biasOptional}, {.p = outputMask}, {.p = gradInputOut}, {.p = gradWeightOut}, {.p = gradBiasOut}};
+    return pa_op_plan(&pa_op_LayerNormBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLayerNormBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LayerNormBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnGroupNorm ---- */
+static const pa_param pa_params_GroupNorm[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"gamma", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"beta", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"N", PA_P_INT, PA_IN, 0, 0},
+    {"C", PA_P_INT, PA_IN, 0, 0},
+    {"HxW", PA_P_INT, PA_IN, 0, 0},
+    {"group", PA_P_INT, PA_IN, 0, 0},
+    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_GroupNorm[] = {"self", "gamma", "beta"};
+static const char *const pa_out_GroupNorm[] = {"out", "meanOut", "rstdOut"};
+static const pa_op pa_op_GroupNorm = {
+    .ws_api = "aclnnGroupNormGetWorkspaceSize",
+    .launch = {"aclnnGroupNorm", pa_run_nn, pa_in_GroupNorm, pa_out_GroupNorm},
+    .kernel = PA_NN_GROUP_NORM,
+    .params = pa_params_GroupNorm,
+    .nparams = 11,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, const aclTensor* gamma,
+        const aclTensor* beta, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, aclTensor* out,
+        aclTensor* meanOut, aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = gamma}, {.p = beta}, {.i = (int64_t)N}, {.i = (int64_t)C}, {.i = (int64_t)HxW}, {.i = (int64_t)group}, {.f = (double)eps}, {.p = out}, {.p = meanOut}, {.p = rstdOut}};
+    return pa_op_plan(&pa_op_GroupNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_GroupNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSwiGlu ---- */
+static const pa_param pa_params_SwiGlu[] = {
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_SwiGlu[] = {"x"};
+static const char *const pa_out_SwiGlu[] = {"out"};
+static const pa_op pa_op_SwiGlu = {
+    .ws_api = "aclnnSwiGluGetWorkspaceSize",
+    .launch = {"aclnnSwiGlu", pa_run_nn, pa_in_SwiGlu, pa_out_SwiGlu},
+    .kernel = PA_NN_SWI_GLU,
+    .params = pa_params_SwiGlu,
+    .nparams = 3,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor* x, int64_t dim, const aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_SwiGlu, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSwiGlu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SwiGlu.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnGeGluV3 ---- */
+static const pa_param pa_params_GeGluV3[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"approximate", PA_P_INT, PA_IN, 0, 0},
+    {"activateLeft", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"outGelu", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_GeGluV3[] = {"self", "outGelu"};
+static const char *const pa_out_GeGluV3[] = {"out"};
+static const pa_op pa_op_GeGluV3 = {
+    .ws_api = "aclnnGeGluV3GetWorkspaceSize",
+    .launch = {"aclnnGeGluV3", pa_run_nn, pa_in_GeGluV3, pa_out_GeGluV3},
+    .kernel = PA_NN_GE_GLU_V3,
+    .params = pa_params_GeGluV3,
+    .nparams = 6,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnGeGluV3GetWorkspaceSize(const aclTensor* self, int64_t dim, int64_t approximate,
+        bool activateLeft, aclTensor* out, aclTensor* outGelu, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.i = (int64_t)approximate}, {.b = activateLeft}, {.p = out}, {.p = outGelu}};
+    return pa_op_plan(&pa_op_GeGluV3, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGeGluV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_GeGluV3.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRotaryPositionEmbedding ---- */
+static const pa_param pa_params_RotaryPositionEmbedding[] = {
+    {"x", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"cos", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"sin", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mode", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_RotaryPositionEmbedding[] = {"x", "cos", "sin"};
+static const char *const pa_out_RotaryPositionEmbedding[] = {"out"};
+static const pa_op pa_op_RotaryPositionEmbedding = {
+    .ws_api = "aclnnRotaryPositionEmbeddingGetWorkspaceSize",
+    .launch = {"aclnnRotaryPositionEmbedding", pa_run_nn, pa_in_RotaryPositionEmbedding, pa_out_RotaryPositionEmbedding},
+    .kernel = PA_NN_ROPE,
+    .params = pa_params_RotaryPositionEmbedding,
+    .nparams = 5,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor* x, const aclTensor* cos,
+        const aclTensor* sin, int64_t mode, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = cos}, {.p = sin}, {.i = (int64_t)mode}, {.p = out}};
+    return pa_op_plan(&pa_op_RotaryPositionEmbedding, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRotaryPositionEmbedding(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_RotaryPositionEmbedding.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSoftmaxCrossEntropyWithLogits ---- */
+static const pa_param pa_params_SoftmaxCrossEntropyWithLogits[] = {
+    {"features", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"labels", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"loss", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"backprop", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_SoftmaxCrossEntropyWithLogits[] = {"features", "labels"};
+static const char *const pa_out_SoftmaxCrossEntropyWithLogits[] = {"loss", "backprop"};
+static const pa_op pa_op_SoftmaxCrossEntropyWithLogits = {
+    .ws_api = "aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize",
+    .launch = {"aclnnSoftmaxCrossEntropyWithLogits", pa_run_nn, pa_in_SoftmaxCrossEntropyWithLogits, pa_out_SoftmaxCrossEntropyWithLogits},
+    .kernel = PA_NN_SOFTMAX_CE,
+    .params = pa_params_SoftmaxCrossEntropyWithLogits,
+    .nparams = 4,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor* features, aclTensor* labels,
+        aclTensor* loss, aclTensor* backprop, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = features}, {.p = labels}, {.p = loss}, {.p = backprop}};
+    return pa_op_plan(&pa_op_SoftmaxCrossEntropyWithLogits, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogits(void *workspace, uint64_t workspaceSize,
+        aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_SoftmaxCrossEntropyWithLogits.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnNLLLoss ---- */
+static const pa_param pa_params_NLLLoss[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x218) /* s64 u8 s32 */},
+    {"weight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"ignoreIndex", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"totalWeightOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_NLLLoss[] = {"self", "target", "weight"};
+static const char *const pa_out_NLLLoss[] = {"out", "totalWeightOut"};
+static const pa_op pa_op_NLLLoss = {
+    .ws_api = "aclnnNLLLossGetWorkspaceSize",
+    .launch = {"aclnnNLLLoss", pa_run_nn, pa_in_NLLLoss, pa_out_NLLLoss},
+    .kernel = PA_NN_NLL_LOSS,
+    .params = pa_params_NLLLoss,
+    .nparams = 7,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnNLLLossGetWorkspaceSize(const aclTensor* self, const aclTensor* target,
+        const aclTensor* weight, int64_t reduction, int64_t ignoreIndex, aclTensor* out, aclTensor* totalWeightOut,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.p = weight}, {.i = (int64_t)reduction}, {.i = (int64_t)ignoreIndex}, {.p = out}, {.p = totalWeightOut}};
+    return pa_op_plan(&pa_op_NLLLoss, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnNLLLoss(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_NLLLoss.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnNLLLossBackward ---- */
+static const pa_param pa_params_NLLLossBackward[] = {
+    {"gradOutput", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x218) /* s64 u8 s32 */},
+    {"weight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"ignoreIndex", PA_P_INT, PA_IN, 0, 0},
+    {"totalWeight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_NLLLossBackward[] = {"gradOutput", "self", "target", "weight", "totalWeight"};
+static const char *const pa_out_NLLLossBackward[] = {"out"};
+static const pa_op pa_op_NLLLossBackward = {
+    .ws_api = "aclnnNLLLossBackwardGetWorkspaceSize",
+    .launch = {"aclnnNLLLossBackward", pa_run_nn, pa_in_NLLLossBackward, pa_out_NLLLossBackward},
+    .kernel = PA_NN_NLL_LOSS_BACKWARD,
+    .params = pa_params_NLLLossBackward,
+    .nparams = 8,
+    .plan = pa_plan_nn,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnNLLLossBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* self,
+        const aclTensor* target, const aclTensor* weight, int64_t reduction, int64_t ignoreIndex,
+        const aclTensor* totalWeight, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = gradOutput}, {.p = self}, {.p = target}, {.p = weight}, {.i = (int64_t)reduction}, {.i = (int64_t)ignoreIndex}, {.p = totalWeight}, {.p = out}};
+    return pa_op_plan(&pa_op_NLLLossBackward, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnNLLLossBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_NLLLossBackward.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnGroupedMatmulV3 ---- */
 static const pa_param pa_params_GroupedMatmulV3[] = {
     {"x", PA_P_TENSOR_LIST, PA_IN, 0, 0},
@@ -8473,254 +8992,6 @@ PA_API aclnnStatus aclnnTriangularSolveGetWorkspaceSize(const aclTensor* self, c
 PA_API aclnnStatus aclnnTriangularSolve(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_TriangularSolve.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnRmsNorm ---- */
-static const pa_param pa_params_RmsNorm[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
-    {"gamma", PA_P_TENSOR, PA_IN, 0, 0},
-    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
-    {"yOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RmsNorm[] = {"x", "gamma"};
-static const char *const pa_out_RmsNorm[] = {"yOut", "rstdOut"};
-static const pa_op pa_op_RmsNorm = {
-    .ws_api = "aclnnRmsNormGetWorkspaceSize",
-    .launch = {"aclnnRmsNorm", pa_run_none, pa_in_RmsNorm, pa_out_RmsNorm},
-    .params = pa_params_RmsNorm,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor* x, const aclTensor* gamma, double epsilon,
-        const aclTensor* yOut, const aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}};
-    return pa_op_plan(&pa_op_RmsNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RmsNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnLayerNorm ---- */
-static const pa_param pa_params_LayerNorm[] = {
-    {"input", PA_P_TENSOR, PA_IN, 0, 0},
-    {"normalizedShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"biasOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"meanOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, 0},
-    {"rstdOutOptional", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, 0},
-};
-static const char *const pa_in_LayerNorm[] = {"input", "weightOptional", "biasOptional"};
-static const char *const pa_out_LayerNorm[] = {"out", "meanOutOptional", "rstdOutOptional"};
-static const pa_op pa_op_LayerNorm = {
-    .ws_api = "aclnnLayerNormGetWorkspaceSize",
-    .launch = {"aclnnLayerNorm", pa_run_none, pa_in_LayerNorm, pa_out_LayerNorm},
-    .params = pa_params_LayerNorm,
-    .nparams = 8,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor* input, const aclIntArray* normalizedShape,
-        const aclTensor* weightOptional, const aclTensor* biasOptional, double eps, aclTensor* out,
-        aclTensor* meanOutOptional, aclTensor* rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = input}, {.p = normalizedShape}, {.p = weightOptional}, {.p = biasOptional}, {.f = (double)eps}, {.p = out}, {.p = meanOutOptional}, {.p = rstdOutOptional}};
-    return pa_op_plan(&pa_op_LayerNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnLayerNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_LayerNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnGroupNorm ---- */
-static const pa_param pa_params_GroupNorm[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"gamma", PA_P_TENSOR, PA_IN, 0, 0},
-    {"beta", PA_P_TENSOR, PA_IN, 0, 0},
-    {"N", PA_P_INT, PA_IN, 0, 0},
-    {"C", PA_P_INT, PA_IN, 0, 0},
-    {"HxW", PA_P_INT, PA_IN, 0, 0},
-    {"group", PA_P_INT, PA_IN, 0, 0},
-    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"meanOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_GroupNorm[] = {"self", "gamma", "beta"};
-static const char *const pa_out_GroupNorm[] = {"out", "meanOut", "rstdOut"};
-static const pa_op pa_op_GroupNorm = {
-    .ws_api = "aclnnGroupNormGetWorkspaceSize",
-    .launch = {"aclnnGroupNorm", pa_run_none, pa_in_GroupNorm, pa_out_GroupNorm},
-    .params = pa_params_GroupNorm,
-    .nparams = 11,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, const aclTensor* gamma,
-        const aclTensor* beta, int64_t N, int64_t C, int64_t HxW, int64_t group, double eps, aclTensor* out,
-        aclTensor* meanOut, aclTensor* rstdOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = gamma}, {.p = beta}, {.i = (int64_t)N}, {.i = (int64_t)C}, {.i = (int64_t)HxW}, {.i = (int64_t)group}, {.f = (double)eps}, {.p = out}, {.p = meanOut}, {.p = rstdOut}};
-    return pa_op_plan(&pa_op_GroupNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_GroupNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnAddRmsNorm ---- */
-static const pa_param pa_params_AddRmsNorm[] = {
-    {"x1", PA_P_TENSOR, PA_IN, 0, 0},
-    {"x2", PA_P_TENSOR, PA_IN, 0, 0},
-    {"gamma", PA_P_TENSOR, PA_IN, 0, 0},
-    {"epsilon", PA_P_FLOAT, PA_IN, 0, 0},
-    {"yOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"rstdOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"xOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_AddRmsNorm[] = {"x1", "x2", "gamma"};
-static const char *const pa_out_AddRmsNorm[] = {"yOut", "rstdOut", "xOut"};
-static const pa_op pa_op_AddRmsNorm = {
-    .ws_api = "aclnnAddRmsNormGetWorkspaceSize",
-    .launch = {"aclnnAddRmsNorm", pa_run_none, pa_in_AddRmsNorm, pa_out_AddRmsNorm},
-    .params = pa_params_AddRmsNorm,
-    .nparams = 7,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor* x1, const aclTensor* x2, const aclTensor* gamma,
-        double epsilon, aclTensor* yOut, aclTensor* rstdOut, aclTensor* xOut, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = gamma}, {.f = (double)epsilon}, {.p = yOut}, {.p = rstdOut}, {.p = xOut}};
-    return pa_op_plan(&pa_op_AddRmsNorm, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_AddRmsNorm.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnSoftmax ---- */
-static const pa_param pa_params_Softmax[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Softmax[] = {"self"};
-static const char *const pa_out_Softmax[] = {"out"};
-static const pa_op pa_op_Softmax = {
-    .ws_api = "aclnnSoftmaxGetWorkspaceSize",
-    .launch = {"aclnnSoftmax", pa_run_none, pa_in_Softmax, pa_out_Softmax},
-    .params = pa_params_Softmax,
-    .nparams = 3,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
-    return pa_op_plan(&pa_op_Softmax, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Softmax.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnLogSoftmax ---- */
-static const pa_param pa_params_LogSoftmax[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_LogSoftmax[] = {"self"};
-static const char *const pa_out_LogSoftmax[] = {"out"};
-static const pa_op pa_op_LogSoftmax = {
-    .ws_api = "aclnnLogSoftmaxGetWorkspaceSize",
-    .launch = {"aclnnLogSoftmax", pa_run_none, pa_in_LogSoftmax, pa_out_LogSoftmax},
-    .params = pa_params_LogSoftmax,
-    .nparams = 3,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
-    return pa_op_plan(&pa_op_LogSoftmax, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnLogSoftmax(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_LogSoftmax.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnSoftmaxCrossEntropyWithLogits ---- */
-static const pa_param pa_params_SoftmaxCrossEntropyWithLogits[] = {
-    {"features", PA_P_TENSOR, PA_IN, 0, 0},
-    {"labels", PA_P_TENSOR, PA_IN, 0, 0},
-    {"loss", PA_P_TENSOR, PA_IN, 0, 0},
-    {"backprop", PA_P_TENSOR, PA_IN, 0, 0},
-};
-static const char *const pa_in_SoftmaxCrossEntropyWithLogits[] = {"features", "labels", "loss", "backprop"};
-static const pa_op pa_op_SoftmaxCrossEntropyWithLogits = {
-    .ws_api = "aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize",
-    .launch = {"aclnnSoftmaxCrossEntropyWithLogits", pa_run_none, pa_in_SoftmaxCrossEntropyWithLogits, NULL},
-    .params = pa_params_SoftmaxCrossEntropyWithLogits,
-    .nparams = 4,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor* features, aclTensor* labels,
-        aclTensor* loss, aclTensor* backprop, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = features}, {.p = labels}, {.p = loss}, {.p = backprop}};
-    return pa_op_plan(&pa_op_SoftmaxCrossEntropyWithLogits, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnSoftmaxCrossEntropyWithLogits(void *workspace, uint64_t workspaceSize,
-        aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_SoftmaxCrossEntropyWithLogits.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnRotaryPositionEmbedding ---- */
-static const pa_param pa_params_RotaryPositionEmbedding[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
-    {"cos", PA_P_TENSOR, PA_IN, 0, 0},
-    {"sin", PA_P_TENSOR, PA_IN, 0, 0},
-    {"mode", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_RotaryPositionEmbedding[] = {"x", "cos", "sin"};
-static const char *const pa_out_RotaryPositionEmbedding[] = {"out"};
-static const pa_op pa_op_RotaryPositionEmbedding = {
-    .ws_api = "aclnnRotaryPositionEmbeddingGetWorkspaceSize",
-    .launch = {"aclnnRotaryPositionEmbedding", pa_run_none, pa_in_RotaryPositionEmbedding, pa_out_RotaryPositionEmbedding},
-    .params = pa_params_RotaryPositionEmbedding,
-    .nparams = 5,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor* x, const aclTensor* cos,
-        const aclTensor* sin, int64_t mode, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x}, {.p = cos}, {.p = sin}, {.i = (int64_t)mode}, {.p = out}};
-    return pa_op_plan(&pa_op_RotaryPositionEmbedding, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnRotaryPositionEmbedding(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_RotaryPositionEmbedding.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnFusedInferAttentionScoreV2 ---- */
@@ -8935,62 +9206,4 @@ PA_API aclnnStatus aclnnMaxPoolGetWorkspaceSize(const aclTensor* self, const acl
 PA_API aclnnStatus aclnnMaxPool(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_MaxPool.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnSwiGlu ---- */
-static const pa_param pa_params_SwiGlu[] = {
-    {"x", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_SwiGlu[] = {"x"};
-static const char *const pa_out_SwiGlu[] = {"out"};
-static const pa_op pa_op_SwiGlu = {
-    .ws_api = "aclnnSwiGluGetWorkspaceSize",
-    .launch = {"aclnnSwiGlu", pa_run_none, pa_in_SwiGlu, pa_out_SwiGlu},
-    .params = pa_params_SwiGlu,
-    .nparams = 3,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor* x, int64_t dim, const aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = x}, {.i = (int64_t)dim}, {.p = out}};
-    return pa_op_plan(&pa_op_SwiGlu, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnSwiGlu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_SwiGlu.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnGeGluV3 ---- */
-static const pa_param pa_params_GeGluV3[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"approximate", PA_P_INT, PA_IN, 0, 0},
-    {"activateLeft", PA_P_BOOL, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"outGelu", PA_P_TENSOR, PA_IN, 0, 0},
-};
-static const char *const pa_in_GeGluV3[] = {"self", "outGelu"};
-static const char *const pa_out_GeGluV3[] = {"out"};
-static const pa_op pa_op_GeGluV3 = {
-    .ws_api = "aclnnGeGluV3GetWorkspaceSize",
-    .launch = {"aclnnGeGluV3", pa_run_none, pa_in_GeGluV3, pa_out_GeGluV3},
-    .params = pa_params_GeGluV3,
-    .nparams = 6,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnGeGluV3GetWorkspaceSize(const aclTensor* self, int64_t dim, int64_t approximate,
-        bool activateLeft, aclTensor* out, aclTensor* outGelu, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.i = (int64_t)approximate}, {.b = activateLeft}, {.p = out}, {.p = outGelu}};
-    return pa_op_plan(&pa_op_GeGluV3, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnGeGluV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_GeGluV3.launch, workspace, workspaceSize, executor, stream);
 }
