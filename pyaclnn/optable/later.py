@@ -26,8 +26,6 @@ LATER = [
      "const aclTensor* groupListOptional, int64_t splitItem, int64_t groupType, const aclTensorList* y", 24),
     ("TransMatmulWeight", "aclnn_trans_matmul_weight.h", "aclTensor* mmWeightRef", 24),
     # NN (issue 25)
-    ("TriangularSolve", "aclnn_triangular_solve.h", T + "self, const aclTensor* A, bool upper, bool transpose, "
-     "bool unitriangular, aclTensor* xOut, aclTensor* mOut", 25),
     ("RmsNorm", "aclnn_rms_norm.h", "const aclTensor *x, const aclTensor *gamma, double epsilon, "
      "const aclTensor *yOut, const aclTensor *rstdOut", 25),
     ("LayerNorm", "aclnn_layer_norm.h", "const aclTensor* input, const aclIntArray* normalizedShape, "
@@ -60,17 +58,6 @@ LATER = [
      "int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode, int64_t innerPrecise, "
      "int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode, "
      "int64_t valueAntiquantMode, const aclTensor *attentionOut, const aclTensor *softmaxLse", 25),
-    ("Convolution", "aclnn_convolution.h", "const aclTensor* input, const aclTensor* weight, const aclTensor* bias, "
-     "const aclIntArray* stride, const aclIntArray* padding, const aclIntArray* dilation, bool transposed, "
-     "const aclIntArray* outputPadding, const int64_t groups, aclTensor* output, int8_t cubeMathType", 25),
-    ("Im2col", "aclnn_im2col.h", T + "self, const aclIntArray* kernelSize, const aclIntArray* dilation, "
-     "const aclIntArray* padding, const aclIntArray* stride, const aclTensor* out", 25),
-    ("AvgPool2d", "aclnn_avgpool2d.h", T + "self, const aclIntArray* kernelSize, const aclIntArray* strides, "
-     "const aclIntArray* paddings, const bool ceilMode, const bool countIncludePad, const int64_t divisorOverride, "
-     "const int8_t cubeMathType, aclTensor* out", 25),
-    ("MaxPool", "aclnn_max_pool.h", T + "self, const aclIntArray* kernelShape, const aclIntArray* strides, "
-     "const int64_t autoPad, const aclIntArray* pads, const aclIntArray* dilations, const int64_t ceilMode, "
-     "aclTensor* out", 25),
     ("SwiGlu", "aclnn_swi_glu.h", "const aclTensor *x, int64_t dim, const aclTensor *out", 25),
     ("GeGluV3", "aclnn_geglu.h", T + "self, int64_t dim, int64_t approximate, bool activateLeft, aclTensor* out, "
      "aclTensor* outGelu", 25),
