@@ -4,8 +4,6 @@ transposed convolutions, avg_pool2d, unfold and solve_triangular on the NPU devi
 against torch CPU, with a clean exit (no error line on stderr)."""
 import re
 
-
-
 from torch_npu_env import SCRIPTS, error_lines, require_torch_npu, run_script
 
 
