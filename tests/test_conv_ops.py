@@ -363,6 +363,88 @@ def test_convolution_in_place(runtime):
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
+def _aliased(name, base, views, args):
+    """Runs aclnn<name> with tensors that are views of one buffer holding `base`: views
+    {param: (shape, strides, offset, format)}; other tensors copied from args. Returns the
+    buffer's contents afterwards."""
+    params = OPS[name].parsed()
+    with contextlib.ExitStack() as st:
+        tb = st.enter_context(Tensor(base))
+        cargs = []
+        for p, v in zip(params, args):
+            if p.name in views:
+                shape, strides, off, f = views[p.name]
+                t = st.enter_context(Tensor.from_buffer(tb.buffer, shape, base.dtype, strides=strides, offset=off,
+                                                        format=f))
+                cargs.append(t.handle)
+            elif p.kind == "TENSOR" and v is None:
+                cargs.append(ffi.NULL)
+            elif p.kind == "TENSOR":
+                t = st.enter_context(Tensor(np.asarray(v), format=_default_format(name, p.name, np.asarray(v))))
+                cargs.append(t.handle)
+            elif p.kind == "INT_ARRAY":
+                h = lib.aclCreateIntArray(ffi.new("int64_t[]", list(v) or [0]), len(v))
+                st.callback(lib.aclDestroyIntArray, h)
+                cargs.append(h)
+            else:
+                cargs.append(v)
+        ws = ffi.new("uint64_t *")
+        ex = ffi.new("aclOpExecutor **")
+        check(getattr(lib, "aclnn%sGetWorkspaceSize" % name)(*cargs, ws, ex), name)
+        stream = _private_stream()
+        check(getattr(lib, "aclnn" + name)(ffi.NULL, 0, ex[0], stream.handle), name)
+        stream.synchronize()
+        return tb.numpy()
+
+
+def test_outputs_sharing_an_input(runtime):
+    """Outputs over an input's storage (another layout of the same bytes): computed from the
+    inputs as they were, then written."""
+    rng = np.random.default_rng(25)
+    # Convolution: output a transposed view over the input's bytes
+    base = sample(F32, (2 * 3 * 8,), rng)
+    x = base.reshape(2, 3, 8)
+    w = sample(F32, (3, 3, 3), rng)
+    ref = conv_ref(x, w, None, [1], [1], [1], 1)  # (2, 3, 8)
+    got = _aliased("Convolution", base, {"input": ((2, 3, 8), (24, 8, 1), 0, NCL),
+                                         "output": ((2, 3, 8), (24, 1, 3), 0, NCL)},
+                   [None, w, None, [1], [1], [1], False, [0], 1, None, 0])
+    yv = np.lib.stride_tricks.as_strided(got, (2, 3, 8), (96, 4, 12))
+    np.testing.assert_allclose(yv, ref, rtol=1e-5, atol=1e-5)
+    # Im2col: out (C*kh*kw, L) over self's (C, H, W) buffer, from an offset
+    base = sample(F32, (96,), rng)
+    x = base[:2 * 4 * 4].reshape(2, 4, 4)
+    ref = F.unfold(t64(x)[None], (2, 2))[0].numpy()  # (8, 9)
+    got = _aliased("Im2col", base, {"self": ((2, 4, 4), (16, 4, 1), 0, ND), "out": ((8, 9), (1, 8), 4, ND)},
+                   [None, [2, 2], [1, 1], [0, 0], [1, 1], None])
+    out = np.lib.stride_tricks.as_strided(got[4:], (8, 9), (4, 32))
+    assert (out == ref).all()
+    # AvgPool2d / MaxPool: out over the start of self
+    for name in ("AvgPool2d", "MaxPool"):
+        base = sample(F32, (1 * 2 * 6 * 6,), rng)
+        x = base.reshape(1, 2, 6, 6)
+        if name == "AvgPool2d":
+            ref = _avg_ref(x, (2, 2), (2, 2), (0, 0), False, True, 0)
+            args = [None, [2, 2], [2, 2], [0, 0], False, True, 0, 0, None]
+        else:
+            ref = _max_ref(x, (2, 2), (2, 2), (0, 0, 0, 0), False)
+            args = [None, [2, 2], [2, 2], 0, [0, 0], [1, 1], 0, None]
+        got = _aliased(name, base, {"self": ((1, 2, 6, 6), (72, 36, 6, 1), 0, NCHW),
+                                    "out": ((1, 2, 3, 3), (18, 1, 6, 2), 5, NCHW)}, args)
+        out = np.lib.stride_tricks.as_strided(got[5:], (1, 2, 3, 3), (72, 4, 24, 8))
+        np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)
+    # TriangularSolve: xOut over self transposed, mOut over A
+    A = np.tril(sample(F32, (4, 4), rng)) + 3 * np.eye(4, dtype=F32)
+    B = sample(F32, (4, 4), rng)
+    ref = torch.linalg.solve_triangular(t64(A), t64(B), upper=False).numpy()
+    base = np.concatenate([B.ravel(), A.ravel()])
+    got = _aliased("TriangularSolve", base, {"self": ((4, 4), (4, 1), 0, ND), "A": ((4, 4), (4, 1), 16, ND),
+                                             "xOut": ((4, 4), (1, 4), 0, ND), "mOut": ((4, 4), (1, 4), 16, ND)},
+                   [None, None, False, False, False, None, None])
+    np.testing.assert_allclose(got[:16].reshape(4, 4).T, ref, rtol=1e-5, atol=1e-5)
+    assert (got[16:].reshape(4, 4).T == A).all()
+
+
 def _conv_args(**kw):
     rng = np.random.default_rng(9)
     a = dict(input=sample(F32, (2, 4, 9), rng), weight=sample(F32, (6, 2, 3), rng), bias=None, stride=[1],

@@ -363,7 +363,9 @@ int cv_plan_convolution(const pa_op *op, const pa_arg *a, uint64_t *workspaceSiz
     }
     canon_strides(x, &lx, p.xs);
     canon_strides(w, &lw, p.ws);
-    canon_strides(y, &ly, p.ys);
+    p.ymap[0] = (int8_t)ly.n;
+    p.ymap[1] = (int8_t)ly.c;
+    for (int i = 0; i < CV_SP; i++) p.ymap[2 + i] = (int8_t)ly.sp[i];
     const aclDataType upper = upper_float(x->dtype, w->dtype);
     const aclDataType cd = cube == 2 ? ACL_FLOAT16 : upper;
     aclDataType od = transposed ? (y->dtype == ACL_FLOAT ? ACL_FLOAT : cd) : cd;
@@ -461,6 +463,8 @@ static void conv_items(void *vctx, int64_t begin, int64_t end) {
     char *yb = pa_tview_ptr(y);
     const size_t es = pa_dtype_size(y->dtype);
     const int64_t OH = p->out_sp[1], OW = p->out_sp[2];
+    int64_t ys[5];
+    cv_out_strides(p, y, ys);
     for (int64_t it = begin; it < end; it++) {
         const int64_t tile = it % c->ntiles, ng = it / c->ntiles;
         const int64_t g = ng % p->groups, n = ng / p->groups;
@@ -478,7 +482,7 @@ static void conv_items(void *vctx, int64_t begin, int64_t end) {
                 float v = a[j];
                 if (c->bf) v = v + b;
                 v = cv_round_to(v, (aclDataType)p->od);
-                const int64_t off = n * p->ys[0] + ocg * p->ys[1] + od * p->ys[2] + oh * p->ys[3] + ow * p->ys[4];
+                const int64_t off = n * ys[0] + ocg * ys[1] + od * ys[2] + oh * ys[3] + ow * ys[4];
                 cv_store_f32(yb + off * (int64_t)es, y->dtype, v);
                 if (++ow == OW) {
                     ow = 0;

@@ -120,15 +120,17 @@ int cv_plan_im2col(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, ac
         p.p[1 + i] = pad->values[i];
         p.d[1 + i] = dil->values[i];
     }
-    const pa_tview xv = pa_tview_of(x), yv = pa_tview_of(y);
+    const pa_tview xv = pa_tview_of(x);
     /* canonical strides: x [N, C, -, H, W]; y [N, row, -, col, -] */
     p.xs[0] = is3 ? 0 : xv.strides[0];
     p.xs[1] = xv.strides[is3 ? 0 : 1];
     p.xs[3] = xv.strides[is3 ? 1 : 2];
     p.xs[4] = xv.strides[is3 ? 2 : 3];
-    p.ys[0] = is3 ? 0 : yv.strides[0];
-    p.ys[1] = yv.strides[is3 ? 0 : 1];
-    p.ys[3] = yv.strides[is3 ? 1 : 2];
+    p.ymap[0] = is3 ? -1 : 0;
+    p.ymap[1] = is3 ? 0 : 1;
+    p.ymap[2] = -1;
+    p.ymap[3] = is3 ? 1 : 2;
+    p.ymap[4] = -1;
     const int ins[1] = {CV_V_X}, outs[1] = {CV_V_Y};
     return cv_finish(op, &p, ins, 1, outs, 1, NULL, workspaceSize, executor);
 }
@@ -150,17 +152,19 @@ static void im2col_rows(void *vctx, int64_t begin, int64_t end) {
     const int64_t KH = p->k[1], KW = p->k[2], OH = p->out_sp[1], OW = p->out_sp[2], H = p->in_sp[1],
                   W = p->in_sp[2];
     const int64_t rows = p->cin * KH * KW;
+    int64_t ys[5];
+    cv_out_strides(p, y, ys);
     for (int64_t r = begin; r < end; r++) {
         const int64_t n = r / rows, row = r % rows;
         const int64_t ch = row / (KH * KW), i = row / KW % KH, j = row % KW;
         const char *xc = xb + (n * p->xs[0] + ch * p->xs[1]) * (int64_t)xes;
-        char *yr = yb + (n * p->ys[0] + row * p->ys[1]) * (int64_t)yes;
+        char *yr = yb + (n * ys[0] + row * ys[1]) * (int64_t)yes;
         int64_t col = 0;
         for (int64_t oy = 0; oy < OH; oy++) {
             const int64_t iy = oy * p->s[1] - p->p[1] + i * p->d[1];
             for (int64_t ox = 0; ox < OW; ox++, col++) {
                 const int64_t ix = ox * p->s[2] - p->p[2] + j * p->d[2];
-                char *dst = yr + col * p->ys[3] * (int64_t)yes;
+                char *dst = yr + col * ys[3] * (int64_t)yes;
                 if (iy < 0 || iy >= H || ix < 0 || ix >= W) {
                     memset(dst, 0, yes);
                     continue;

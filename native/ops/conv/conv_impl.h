@@ -42,7 +42,8 @@ typedef struct cv_plan {
     /* convolution / im2col / pooling geometry */
     int64_t n, cin, cout, groups, cin_g, cout_g;
     int64_t in_sp[CV_SP], out_sp[CV_SP], k[CV_SP], s[CV_SP], p[CV_SP], d[CV_SP];
-    int64_t xs[5], ws[5], ys[5];
+    int64_t xs[5], ws[5];
+    int8_t ymap[5]; /* the dim of the output view holding each canonical dim (-1: none, stride 0) */
     int32_t transposed;
     int32_t cd; /* compute dtype: inputs are rounded to it (aclDataType) */
     int32_t od; /* the kernel's output dtype: the result is rounded to it, then converted to out's */
@@ -52,11 +53,11 @@ typedef struct cv_plan {
     int32_t count_include_pad;
     int64_t divisor; /* 0: none */
     int64_t pad_end[CV_SP]; /* MaxPool: bottom / right padding */
-    /* triangular solve: batch dims of x (broadcast), strides of self / A / mOut for them */
+    /* triangular solve: batch dims of x (broadcast), strides of self / A for them (0: broadcast) */
     int32_t upper, transpose, unit;
     int32_t nbatch;
     int64_t bdims[PA_MAX_DIMS];
-    int64_t bst_b[PA_MAX_DIMS], bst_a[PA_MAX_DIMS], bst_x[PA_MAX_DIMS], bst_m[PA_MAX_DIMS];
+    int64_t bst_b[PA_MAX_DIMS], bst_a[PA_MAX_DIMS];
     int64_t m, ncols;
 } cv_plan;
 
@@ -79,6 +80,8 @@ float cv_load_f32(const char *p, aclDataType dt);
 void cv_store_f32(char *p, aclDataType dt, float v);
 /* v rounded to dtype dt (FLOAT16 / BF16; others unchanged) and back to fp32. */
 float cv_round_to(float v, aclDataType dt);
+/* The canonical element strides of output view y (the plan's view or a staged copy). */
+void cv_out_strides(const cv_plan *p, const pa_tview *y, int64_t *ys);
 /* Whether the storage bytes two views may touch overlap. */
 bool cv_views_overlap(const pa_tview *a, const pa_tview *b);
 /* A contiguous row-major view of the same shape and dtype as v over buf. */

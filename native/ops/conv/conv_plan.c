@@ -166,6 +166,10 @@ static bool view_span(const pa_tview *v, uintptr_t *lo, uintptr_t *hi) {
     return true;
 }
 
+void cv_out_strides(const cv_plan *p, const pa_tview *y, int64_t *ys) {
+    for (int i = 0; i < 5; i++) ys[i] = p->ymap[i] >= 0 && p->ymap[i] < y->ndim ? y->strides[p->ymap[i]] : 0;
+}
+
 bool cv_views_overlap(const pa_tview *a, const pa_tview *b) {
     uintptr_t alo, ahi, blo, bhi;
     if (!view_span(a, &alo, &ahi) || !view_span(b, &blo, &bhi)) return false;

@@ -58,10 +58,11 @@ static void pool_geometry(cv_plan *p, const aclTensor *x, const aclTensor *y) {
     p->xs[1] = xv.strides[is3 ? 0 : 1];
     p->xs[3] = xv.strides[is3 ? 1 : 2];
     p->xs[4] = xv.strides[is3 ? 2 : 3];
-    p->ys[0] = is3 ? 0 : yv.strides[0];
-    p->ys[1] = yv.strides[is3 ? 0 : 1];
-    p->ys[3] = yv.strides[is3 ? 1 : 2];
-    p->ys[4] = yv.strides[is3 ? 2 : 3];
+    p->ymap[0] = is3 ? -1 : 0;
+    p->ymap[1] = is3 ? 0 : 1;
+    p->ymap[2] = -1;
+    p->ymap[3] = is3 ? 1 : 2;
+    p->ymap[4] = is3 ? 2 : 3;
     p->v[CV_V_X] = xv;
     p->v[CV_V_Y] = yv;
 }
@@ -243,10 +244,12 @@ static void avg_rows(void *vctx, int64_t begin, int64_t end) {
     const int64_t H = p->in_sp[1], W = p->in_sp[2], OH = p->out_sp[1], OW = p->out_sp[2];
     const int64_t kH = p->k[1], kW = p->k[2], sH = p->s[1], sW = p->s[2], pH = p->p[1], pW = p->p[2];
     const aclDataType cd = (aclDataType)p->cd;
+    int64_t ys[5];
+    cv_out_strides(p, y, ys);
     for (int64_t r = begin; r < end; r++) {
         const int64_t oy = r % OH, nc = r / OH, ch = nc % p->cin, n = nc / p->cin;
         const char *xc = xb + (n * p->xs[0] + ch * p->xs[1]) * (int64_t)xes;
-        char *yr = yb + (n * p->ys[0] + ch * p->ys[1] + oy * p->ys[3]) * (int64_t)yes;
+        char *yr = yb + (n * ys[0] + ch * ys[1] + oy * ys[3]) * (int64_t)yes;
         int64_t h0 = oy * sH - pH, h1 = h0 + kH;
         if (h1 > H + pH) h1 = H + pH;
         const int64_t hn_pad = h1 - h0;
@@ -275,7 +278,7 @@ static void avg_rows(void *vctx, int64_t begin, int64_t end) {
                 div = (float)((h1 - h0) * (w1 - w0));
             }
             const float v = cv_round_to(sum / div, cd);
-            cv_store_f32(yr + ox * p->ys[4] * (int64_t)yes, y->dtype, v);
+            cv_store_f32(yr + ox * ys[4] * (int64_t)yes, y->dtype, v);
         }
     }
 }
@@ -406,10 +409,12 @@ static void max_rows(void *vctx, int64_t begin, int64_t end) {
     const size_t es = pa_dtype_size(x->dtype);
     const int64_t H = p->in_sp[1], W = p->in_sp[2], OH = p->out_sp[1], OW = p->out_sp[2];
     const int64_t kH = p->k[1], kW = p->k[2], sH = p->s[1], sW = p->s[2], pH = p->p[1], pW = p->p[2];
+    int64_t ys[5];
+    cv_out_strides(p, y, ys);
     for (int64_t r = begin; r < end; r++) {
         const int64_t oy = r % OH, nc = r / OH, ch = nc % p->cin, n = nc / p->cin;
         const char *xc = xb + (n * p->xs[0] + ch * p->xs[1]) * (int64_t)es;
-        char *yr = yb + (n * p->ys[0] + ch * p->ys[1] + oy * p->ys[3]) * (int64_t)es;
+        char *yr = yb + (n * ys[0] + ch * ys[1] + oy * ys[3]) * (int64_t)es;
         int64_t h0 = oy * sH - pH, h1 = h0 + kH;
         if (h0 < 0) h0 = 0;
         if (h1 > H) h1 = H;
@@ -435,7 +440,7 @@ static void max_rows(void *vctx, int64_t begin, int64_t end) {
                     }
                 }
             }
-            char *dst = yr + ox * p->ys[4] * (int64_t)es;
+            char *dst = yr + ox * ys[4] * (int64_t)es;
             if (best != NULL) {
                 memcpy(dst, best, es); /* the element itself: exact, NaN payloads kept */
             } else {

@@ -106,8 +106,6 @@ int cv_plan_trisolve(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, 
         p.bdims[i] = bs[i];
         p.bst_a[i] = ia >= 0 && A->dims[ia] != 1 ? p.v[CV_V_W].strides[ia] : 0;
         p.bst_b[i] = ib >= 0 && b->dims[ib] != 1 ? p.v[CV_V_X].strides[ib] : 0;
-        p.bst_x[i] = p.v[CV_V_Y].strides[i];
-        p.bst_m[i] = mo != NULL ? p.v[CV_V_M].strides[i] : 0;
     }
     const int ins[2] = {CV_V_X, CV_V_W}, outs[2] = {CV_V_Y, CV_V_M};
     const bool present[4] = {true, true, true, mo != NULL};
@@ -122,16 +120,18 @@ typedef struct tri_ctx {
     atomic_int failed;
 } tri_ctx;
 
-/* Element offsets of batch `bi` (row-major over bdims) in self, A, xOut, mOut. */
-static void batch_offsets(const cv_plan *p, int64_t bi, int64_t *ob, int64_t *oa, int64_t *ox, int64_t *om) {
+/* Element offsets of batch `bi` (row-major over bdims) in self, A and the
+ * outputs x and m (views of the broadcast batch shape, or NULL). */
+static void batch_offsets(const cv_plan *p, const pa_tview *x, const pa_tview *m, int64_t bi, int64_t *ob,
+                          int64_t *oa, int64_t *ox, int64_t *om) {
     *ob = *oa = *ox = *om = 0;
     for (int32_t i = p->nbatch - 1; i >= 0; i--) {
         const int64_t d = p->bdims[i], c = bi % d;
         bi /= d;
         *ob += c * p->bst_b[i];
         *oa += c * p->bst_a[i];
-        *ox += c * p->bst_x[i];
-        *om += c * p->bst_m[i];
+        if (x) *ox += c * x->strides[i];
+        if (m) *om += c * m->strides[i];
     }
 }
 
@@ -182,7 +182,7 @@ static void tri_items(void *vctx, int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; it++) {
         const int64_t bi = it / N, col = it % N;
         int64_t ob, oa, ox, om;
-        batch_offsets(p, bi, &ob, &oa, &ox, &om);
+        batch_offsets(p, xv, NULL, bi, &ob, &oa, &ox, &om);
         if (bv->dtype == ACL_DOUBLE) {
             TRI_SOLVE(double, ld_d, st_d);
         } else {
@@ -204,7 +204,7 @@ static void copy_a(void *vctx, int64_t begin, int64_t end) {
     const int64_t msr = mv->strides[rm - 2], msc = mv->strides[rm - 1];
     for (int64_t bi = begin; bi < end; bi++) {
         int64_t ob, oa, ox, om;
-        batch_offsets(p, bi, &ob, &oa, &ox, &om);
+        batch_offsets(p, NULL, mv, bi, &ob, &oa, &ox, &om);
         for (int64_t i = 0; i < M; i++) {
             for (int64_t j = 0; j < M; j++) {
                 memcpy(mb + (om + i * msr + j * msc) * (int64_t)es, ab + (oa + i * asr + j * asc) * (int64_t)es, es);
