@@ -30,10 +30,10 @@ cv_gemm_fn cv_gemm_select(void) {
 }
 
 int64_t cv_gemm_tile_p(int64_t K) {
-    /* about 64 KiB of B per tile, between 16 and 256 columns */
-    int64_t p = K > 0 ? 16384 / K : 256;
+    /* about 256 KiB of B per tile (L2), between 64 and 256 columns */
+    int64_t p = K > 0 ? 65536 / K : 256;
     p = p / 16 * 16;
-    if (p < 16) p = 16;
+    if (p < 64) p = 64;
     if (p > 256) p = 256;
     return p;
 }

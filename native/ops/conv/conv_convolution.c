@@ -397,52 +397,75 @@ typedef struct conv_ctx {
     atomic_int failed; /* a thread's scratch could not be allocated */
 } conv_ctx;
 
-/* Fills col[K][tp] for output positions [p0, p0 + tp) of batch n, group g. */
+/* Ceiling / floor division for b > 0. */
+static inline int64_t div_ceil(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+static inline int64_t div_floor(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* One row of the im2col tile: the input values that output positions ow in
+ * [ow0, ow1) of output row (od, oh) multiply by kernel tap (kd, kh, kx) of
+ * input channel plane xc, written to dst[0 .. ow1 - ow0) (0 in the padding). */
+static void col_run(const cv_plan *p, const float *xc, int64_t od, int64_t oh, int64_t ow0, int64_t ow1,
+                    int64_t kd, int64_t kh, int64_t kx, float *dst) {
+    const int64_t ID = p->in_sp[0], IH = p->in_sp[1], IW = p->in_sp[2];
+    const int64_t n = ow1 - ow0;
+    if (!p->transposed) {
+        const int64_t id = od * p->s[0] - p->p[0] + kd * p->d[0];
+        const int64_t ih = oh * p->s[1] - p->p[1] + kh * p->d[1];
+        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+            memset(dst, 0, (size_t)n * sizeof(float));
+            return;
+        }
+        const float *xr = xc + (id * IH + ih) * IW;
+        const int64_t s = p->s[2], base = kx * p->d[2] - p->p[2]; /* iw = ow * s + base */
+        int64_t lo = div_ceil(-base, s), hi = div_floor(IW - 1 - base, s) + 1; /* valid ow: [lo, hi) */
+        lo = lo < ow0 ? ow0 : lo > ow1 ? ow1 : lo;
+        hi = hi > ow1 ? ow1 : hi < lo ? lo : hi;
+        for (int64_t ow = ow0; ow < lo; ow++) dst[ow - ow0] = 0.0f;
+        if (s == 1) {
+            if (hi > lo) memcpy(dst + (lo - ow0), xr + lo + base, (size_t)(hi - lo) * sizeof(float));
+        } else {
+            for (int64_t ow = lo; ow < hi; ow++) dst[ow - ow0] = xr[ow * s + base];
+        }
+        for (int64_t ow = hi; ow < ow1; ow++) dst[ow - ow0] = 0.0f;
+        return;
+    }
+    const int64_t td = od + p->p[0] - kd * p->d[0];
+    const int64_t th = oh + p->p[1] - kh * p->d[1];
+    if (td < 0 || th < 0 || td % p->s[0] != 0 || th % p->s[1] != 0 || td / p->s[0] >= ID || th / p->s[1] >= IH) {
+        memset(dst, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    const float *xr = xc + (td / p->s[0] * IH + th / p->s[1]) * IW;
+    const int64_t s = p->s[2], base = p->p[2] - kx * p->d[2]; /* tw = ow + base, iw = tw / s */
+    for (int64_t ow = ow0; ow < ow1; ow++) {
+        const int64_t tw = ow + base;
+        dst[ow - ow0] = tw >= 0 && tw % s == 0 && tw / s < IW ? xr[tw / s] : 0.0f;
+    }
+}
+
+/* Fills col[K][tp] for output positions [p0, p0 + tp) of batch n, group g:
+ * row (ic, kd, kh, kx), one run of positions per output row. */
 static void build_col(const conv_ctx *c, int64_t n, int64_t g, int64_t p0, float *col) {
     const cv_plan *p = c->p;
-    const int64_t ID = p->in_sp[0], IH = p->in_sp[1], IW = p->in_sp[2];
     const int64_t OH = p->out_sp[1], OW = p->out_sp[2];
     const int64_t KD = p->k[0], KH = p->k[1], KW = p->k[2];
     const int64_t tp = c->tp, P = c->P;
     const int64_t cnt = P - p0 < tp ? P - p0 : tp;
-    const int64_t plane = ID * IH * IW;
+    const int64_t plane = p->in_sp[0] * p->in_sp[1] * p->in_sp[2];
     for (int64_t ic = 0; ic < p->cin_g; ic++) {
         const float *xc = c->xf + (n * p->cin + g * p->cin_g + ic) * plane;
         for (int64_t kd = 0; kd < KD; kd++) {
             for (int64_t kh = 0; kh < KH; kh++) {
                 for (int64_t kx = 0; kx < KW; kx++) {
                     float *row = col + (((ic * KD + kd) * KH + kh) * KW + kx) * tp;
-                    int64_t pos = p0;
-                    int64_t od = pos / (OH * OW), oh = pos / OW % OH, ow = pos % OW;
-                    for (int64_t j = 0; j < cnt; j++) {
-                        float v = 0.0f;
-                        if (!p->transposed) {
-                            const int64_t id = od * p->s[0] - p->p[0] + kd * p->d[0];
-                            const int64_t ih = oh * p->s[1] - p->p[1] + kh * p->d[1];
-                            const int64_t iw = ow * p->s[2] - p->p[2] + kx * p->d[2];
-                            if (id >= 0 && id < ID && ih >= 0 && ih < IH && iw >= 0 && iw < IW) {
-                                v = xc[(id * IH + ih) * IW + iw];
-                            }
-                        } else {
-                            const int64_t td = od + p->p[0] - kd * p->d[0];
-                            const int64_t th = oh + p->p[1] - kh * p->d[1];
-                            const int64_t tw = ow + p->p[2] - kx * p->d[2];
-                            if (td >= 0 && th >= 0 && tw >= 0 && td % p->s[0] == 0 && th % p->s[1] == 0 &&
-                                tw % p->s[2] == 0) {
-                                const int64_t id = td / p->s[0], ih = th / p->s[1], iw = tw / p->s[2];
-                                if (id < ID && ih < IH && iw < IW) v = xc[(id * IH + ih) * IW + iw];
-                            }
-                        }
-                        row[j] = v;
-                        if (++ow == OW) {
-                            ow = 0;
-                            if (++oh == OH) {
-                                oh = 0;
-                                od++;
-                            }
-                        }
+                    int64_t j = 0;
+                    while (j < cnt) {
+                        const int64_t pos = p0 + j, orow = pos / OW, ow = pos % OW;
+                        const int64_t len = OW - ow < cnt - j ? OW - ow : cnt - j;
+                        col_run(p, xc, orow / OH, orow % OH, ow, ow + len, kd, kh, kx, row + j);
+                        j += len;
                     }
-                    for (int64_t j = cnt; j < tp; j++) row[j] = 0.0f;
+                    for (j = cnt; j < tp; j++) row[j] = 0.0f;
                 }
             }
         }
@@ -502,6 +525,20 @@ typedef struct cvt_ctx {
     int64_t plane;
 } cvt_ctx;
 
+/* One input row of n elements (stride st) as fp32 rounded to dtype cd. */
+static void load_row(float *dst, const char *src, int64_t n, int64_t st, aclDataType dt, aclDataType cd) {
+    const bool round = cd != ACL_FLOAT && cd != dt;
+    if (dt == ACL_FLOAT && !round && st == 1) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    const size_t es = pa_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) {
+        const float v = cv_load_f32(src + i * st * (int64_t)es, dt);
+        dst[i] = round ? cv_round_to(v, cd) : v;
+    }
+}
+
 /* Converts input channels [begin, end) (over N * C) into the canonical fp32 buffer. */
 static void convert_input(void *vctx, int64_t begin, int64_t end) {
     const cvt_ctx *c = vctx;
@@ -516,10 +553,8 @@ static void convert_input(void *vctx, int64_t begin, int64_t end) {
         for (int64_t id = 0; id < ID; id++) {
             for (int64_t ih = 0; ih < IH; ih++) {
                 const int64_t base = n * p->xs[0] + ch * p->xs[1] + id * p->xs[2] + ih * p->xs[3];
-                for (int64_t iw = 0; iw < IW; iw++) {
-                    const float v = cv_load_f32(xb + (base + iw * p->xs[4]) * (int64_t)es, x->dtype);
-                    *dst++ = cv_round_to(v, (aclDataType)p->cd);
-                }
+                load_row(dst, xb + base * (int64_t)es, IW, p->xs[4], x->dtype, (aclDataType)p->cd);
+                dst += IW;
             }
         }
     }
@@ -530,7 +565,8 @@ int cv_run_conv(const cv_plan *p, const pa_tview *y) {
     const int64_t K = p->cin_g * kvol;
     const int64_t P = p->out_sp[0] * p->out_sp[1] * p->out_sp[2];
     const int64_t plane = p->in_sp[0] * p->in_sp[1] * p->in_sp[2];
-    const int64_t tp = cv_gemm_tile_p(K);
+    int64_t tp = cv_gemm_tile_p(K);
+    if ((P + 15) / 16 * 16 < tp) tp = (P + 15) / 16 * 16; /* a small output: one tile, little padding */
     /* sizes: every one is at most the elements of a checked tensor, except the
      * im2col tile (K * tp floats per thread) */
     int64_t nx, nw, scratch;
