@@ -319,7 +319,11 @@ static void run_case(int64_t c, uint64_t seed, aclrtStream stream) {
         g_c->per_op[which]++;
         if (launch(NULL, ws, ex, stream) == ACLNN_SUCCESS) {
             g_c->launched++;
-            if (aclrtSynchronizeStream(stream) == ACL_SUCCESS) g_c->sync_ok++;
+            if (aclrtSynchronizeStream(stream) == ACL_SUCCESS) {
+                g_c->sync_ok++;
+            } else if (g_verbose) {
+                fprintf(stderr, "  synchronize: %s\n", aclGetRecentErrMsg());
+            }
         }
     }
     for (int i = 0; i < pl.nt; i++) aclDestroyTensor(pl.t[i]);
