@@ -27,7 +27,7 @@ void cv_gemm_avx512(int64_t M, int64_t K, int64_t P, const float *A, int64_t lda
 /* The kernel of the active ISA tier (pa_cpu_isa()). */
 cv_gemm_fn cv_gemm_select(void);
 
-/* P columns per tile for a reduction of K (a multiple of 16; depends only on K). */
+/* P columns per tile for a reduction of K (a multiple of 32; depends only on K). */
 int64_t cv_gemm_tile_p(int64_t K);
 
 #endif

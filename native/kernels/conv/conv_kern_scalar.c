@@ -30,9 +30,10 @@ cv_gemm_fn cv_gemm_select(void) {
 }
 
 int64_t cv_gemm_tile_p(int64_t K) {
-    /* about 256 KiB of B per tile (L2), between 64 and 256 columns */
+    /* about 256 KiB of B per tile (L2), between 64 and 256 columns, a multiple of 32 (the
+     * AVX-512 kernel's block) */
     int64_t p = K > 0 ? 65536 / K : 256;
-    p = p / 16 * 16;
+    p = p / 32 * 32;
     if (p < 64) p = 64;
     if (p > 256) p = 256;
     return p;

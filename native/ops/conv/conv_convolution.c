@@ -566,7 +566,8 @@ int cv_run_conv(const cv_plan *p, const pa_tview *y) {
     const int64_t P = p->out_sp[0] * p->out_sp[1] * p->out_sp[2];
     const int64_t plane = p->in_sp[0] * p->in_sp[1] * p->in_sp[2];
     int64_t tp = cv_gemm_tile_p(K);
-    if ((P + 15) / 16 * 16 < tp) tp = (P + 15) / 16 * 16; /* a small output: one tile, little padding */
+    const int64_t one_tile = P <= 16 ? 16 : (P + 31) / 32 * 32;
+    if (one_tile < tp) tp = one_tile; /* a small output: one tile, little padding */
     /* sizes: every one is at most the elements of a checked tensor, except the
      * im2col tile (K * tp floats per thread) */
     int64_t nx, nw, scratch;

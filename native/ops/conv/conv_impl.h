@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/pa_half.h"
 #include "ops/conv/pa_conv.h"
 #include "ops/core/pa_op.h"
 
@@ -74,12 +75,37 @@ const char *cv_array_str(const aclIntArray *a, char *buf, size_t cap);
 
 /* ---- run helpers (conv_plan.c) ---- */
 
-/* Element i of a view row-major as fp32 / stores an fp32 or fp64 value rounded
- * once into dtype dt. */
-float cv_load_f32(const char *p, aclDataType dt);
-void cv_store_f32(char *p, aclDataType dt, float v);
-/* v rounded to dtype dt (FLOAT16 / BF16; others unchanged) and back to fp32. */
-float cv_round_to(float v, aclDataType dt);
+/* An element of dtype dt as fp32 / an fp32 value stored rounded once (to
+ * nearest even) into dtype dt / v rounded to dtype dt (FLOAT16 / BF16; others
+ * unchanged) and back to fp32. */
+static inline float cv_load_f32(const char *p, aclDataType dt) {
+    switch (dt) {
+    case ACL_FLOAT: { float v; memcpy(&v, p, 4); return v; }
+    case ACL_FLOAT16: { uint16_t h; memcpy(&h, p, 2); return pa_f16_to_f32(h); }
+    case ACL_BF16: { uint16_t h; memcpy(&h, p, 2); return pa_bf16_to_f32(h); }
+    case ACL_DOUBLE: { double v; memcpy(&v, p, 8); return (float)v; }
+    default: return 0.0f;
+    }
+}
+
+static inline void cv_store_f32(char *p, aclDataType dt, float v) {
+    switch (dt) {
+    case ACL_FLOAT: memcpy(p, &v, 4); return;
+    case ACL_FLOAT16: { uint16_t h = pa_f32_to_f16(v); memcpy(p, &h, 2); return; }
+    case ACL_BF16: { uint16_t h = pa_f32_to_bf16(v); memcpy(p, &h, 2); return; }
+    case ACL_DOUBLE: { double d = v; memcpy(p, &d, 8); return; }
+    default: return;
+    }
+}
+
+static inline float cv_round_to(float v, aclDataType dt) {
+    switch (dt) {
+    case ACL_FLOAT16: return pa_f16_to_f32(pa_f32_to_f16(v));
+    case ACL_BF16: return pa_bf16_to_f32(pa_f32_to_bf16(v));
+    default: return v;
+    }
+}
+
 /* The canonical element strides of output view y (the plan's view or a staged copy). */
 void cv_out_strides(const cv_plan *p, const pa_tview *y, int64_t *ys);
 /* Whether the storage bytes two views may touch overlap. */

@@ -5,7 +5,6 @@
  * that a ViewCopy moves into the output). */
 #include <stdlib.h>
 
-#include "common/pa_half.h"
 #include "ops/conv/conv_impl.h"
 #include "ops/conv/pa_conv.h"
 #include "runtime/pa_threadpool.h"
@@ -121,34 +120,6 @@ const char *cv_array_str(const aclIntArray *a, char *buf, size_t cap) {
 }
 
 /* ---- run helpers ---- */
-
-float cv_load_f32(const char *p, aclDataType dt) {
-    switch (dt) {
-    case ACL_FLOAT: { float v; memcpy(&v, p, 4); return v; }
-    case ACL_FLOAT16: { uint16_t h; memcpy(&h, p, 2); return pa_f16_to_f32(h); }
-    case ACL_BF16: { uint16_t h; memcpy(&h, p, 2); return pa_bf16_to_f32(h); }
-    case ACL_DOUBLE: { double v; memcpy(&v, p, 8); return (float)v; }
-    default: return 0.0f;
-    }
-}
-
-void cv_store_f32(char *p, aclDataType dt, float v) {
-    switch (dt) {
-    case ACL_FLOAT: memcpy(p, &v, 4); return;
-    case ACL_FLOAT16: { uint16_t h = pa_f32_to_f16(v); memcpy(p, &h, 2); return; }
-    case ACL_BF16: { uint16_t h = pa_f32_to_bf16(v); memcpy(p, &h, 2); return; }
-    case ACL_DOUBLE: { double d = v; memcpy(p, &d, 8); return; }
-    default: return;
-    }
-}
-
-float cv_round_to(float v, aclDataType dt) {
-    switch (dt) {
-    case ACL_FLOAT16: return pa_f16_to_f32(pa_f32_to_f16(v));
-    case ACL_BF16: return pa_bf16_to_f32(pa_f32_to_bf16(v));
-    default: return v;
-    }
-}
 
 /* [lo, hi) bytes a view may address: its element span (strides are never
  * negative, see pa_tensor_check_view). */
