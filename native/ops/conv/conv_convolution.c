@@ -195,13 +195,15 @@ int cv_plan_convolution(const pa_op *op, const pa_arg *a, uint64_t *workspaceSiz
                            cv_array_str(padding, s1, sizeof s1));
         }
         if (padding->values[i] > ((int64_t)1 << 40)) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: padding values must be at most 2^40, got %s", api,
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: padding values must be at most 2^40 (pyaclnn's limit), got %s", api,
                            cv_array_str(padding, s1, sizeof s1));
         }
     }
     for (uint64_t i = 0; i < sp; i++) {
         if (stride->values[i] > ((int64_t)1 << 40) || dilation->values[i] > ((int64_t)1 << 40)) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: stride and dilation values must be at most 2^40, got %s and %s",
+            return pa_fail(ACLNN_ERR_PARAM_INVALID,
+                           "%s: stride and dilation values must be at most 2^40 (pyaclnn's limit), got %s and %s",
                            api, cv_array_str(stride, s1, sizeof s1), cv_array_str(dilation, s2, sizeof s2));
         }
     }
@@ -326,7 +328,8 @@ int cv_plan_convolution(const pa_op *op, const pa_arg *a, uint64_t *workspaceSiz
             return pa_fail(ACLNN_ERR_PARAM_INVALID,
                            "%s: input (shape %s) or weight (shape %s) is empty, so the output must be empty, got %s",
                            api, pa_shape_str(x->dims, x->ndim, s1, sizeof s1),
-                           pa_shape_str(w->dims, w->ndim, s2, sizeof s2), pa_shape_str(y->dims, y->ndim, s3, sizeof s3));
+                           pa_shape_str(w->dims, w->ndim, s2, sizeof s2),
+                           pa_shape_str(y->dims, y->ndim, s3, sizeof s3));
         }
     }
     if (cube < 0 || cube > 4) {

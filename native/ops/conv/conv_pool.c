@@ -157,8 +157,8 @@ int cv_plan_avg_pool(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, 
     }
     /* shapes */
     if (!((x->ndim == 3 && y->ndim == 3) || (x->ndim == 4 && y->ndim == 4))) {
-        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self and out must both be 3-D or both 4-D, got %d and %d dims", api,
-                       (int)x->ndim, (int)y->ndim);
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self and out must both be 3-D or both 4-D, got %d and %d dims",
+                       api, (int)x->ndim, (int)y->ndim);
     }
     {
         const bool ok = x->dims[1] != 0 && x->dims[2] != 0 && (x->ndim == 3 ? x->dims[0] != 0 : x->dims[3] != 0);
@@ -286,7 +286,7 @@ static void avg_rows(void *vctx, int64_t begin, int64_t end) {
 int cv_run_avg_pool(const cv_plan *p, const pa_tview *y) {
     pool_ctx c = {p, y};
     const int64_t rows = p->n * p->cin * p->out_sp[1];
-    const int64_t kh = p->k[1] < p->in_sp[1] ? p->k[1] : p->in_sp[1], kw = p->k[2] < p->in_sp[2] ? p->k[2] : p->in_sp[2];
+    const int64_t kh = PA_MIN(p->k[1], p->in_sp[1]), kw = PA_MIN(p->k[2], p->in_sp[2]);
     const double per = (double)p->out_sp[2] * (double)kh * (double)kw;
     pa_parallel_for(rows, per >= 16384 ? 1 : (int64_t)(16384 / per), avg_rows, &c);
     return ACLNN_SUCCESS;
@@ -453,7 +453,7 @@ static void max_rows(void *vctx, int64_t begin, int64_t end) {
 int cv_run_max_pool(const cv_plan *p, const pa_tview *y) {
     pool_ctx c = {p, y};
     const int64_t rows = p->n * p->cin * p->out_sp[1];
-    const int64_t kh = p->k[1] < p->in_sp[1] ? p->k[1] : p->in_sp[1], kw = p->k[2] < p->in_sp[2] ? p->k[2] : p->in_sp[2];
+    const int64_t kh = PA_MIN(p->k[1], p->in_sp[1]), kw = PA_MIN(p->k[2], p->in_sp[2]);
     const double per = (double)p->out_sp[2] * (double)kh * (double)kw;
     pa_parallel_for(rows, per >= 16384 ? 1 : (int64_t)(16384 / per), max_rows, &c);
     return ACLNN_SUCCESS;
