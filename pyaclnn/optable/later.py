@@ -14,8 +14,6 @@ LATER = [
      "const aclTensorList* antiquantScaleOptional, const aclTensorList* antiquantOffsetOptional, "
      "const aclTensor* groupListOptional, int64_t splitItem, int64_t groupType, const aclTensorList* y", 24),
     # NN (issue 25)
-    ("TriangularSolve", "aclnn_triangular_solve.h", T + "self, const aclTensor* A, bool upper, bool transpose, "
-     "bool unitriangular, aclTensor* xOut, aclTensor* mOut", 25),
     ("FusedInferAttentionScoreV2", "aclnn_fused_infer_attention_score_v2.h",
      "const aclTensor *query, const aclTensorList *key, const aclTensorList *value, "
      "const aclTensor *pseShiftOptional, const aclTensor *attenMaskOptional, "
@@ -32,17 +30,6 @@ LATER = [
      "int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode, int64_t innerPrecise, "
      "int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode, "
      "int64_t valueAntiquantMode, const aclTensor *attentionOut, const aclTensor *softmaxLse", 25),
-    ("Convolution", "aclnn_convolution.h", "const aclTensor* input, const aclTensor* weight, const aclTensor* bias, "
-     "const aclIntArray* stride, const aclIntArray* padding, const aclIntArray* dilation, bool transposed, "
-     "const aclIntArray* outputPadding, const int64_t groups, aclTensor* output, int8_t cubeMathType", 25),
-    ("Im2col", "aclnn_im2col.h", T + "self, const aclIntArray* kernelSize, const aclIntArray* dilation, "
-     "const aclIntArray* padding, const aclIntArray* stride, const aclTensor* out", 25),
-    ("AvgPool2d", "aclnn_avgpool2d.h", T + "self, const aclIntArray* kernelSize, const aclIntArray* strides, "
-     "const aclIntArray* paddings, const bool ceilMode, const bool countIncludePad, const int64_t divisorOverride, "
-     "const int8_t cubeMathType, aclTensor* out", 25),
-    ("MaxPool", "aclnn_max_pool.h", T + "self, const aclIntArray* kernelShape, const aclIntArray* strides, "
-     "const int64_t autoPad, const aclIntArray* pads, const aclIntArray* dilations, const int64_t ceilMode, "
-     "aclTensor* out", 25),
 ]
 for _n, _h, _p, _i in LATER:
     _planned(_n, _h, _p, None, issue=_i)

@@ -5,6 +5,7 @@
 
 #include "kernels/map/map.h"
 #include "ops/core/pa_op.h"
+#include "ops/conv/pa_conv.h"
 #include "ops/index/pa_index.h"
 #include "ops/matmul/pa_matmul.h"
 #include "ops/nn/pa_nn.h"

@@ -8924,6 +8924,183 @@ PA_API aclnnStatus aclnnNLLLossBackward(void *workspace, uint64_t workspaceSize,
     return pa_executor_launch(&pa_op_NLLLossBackward.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnConvolution ---- */
+static const pa_param pa_params_Convolution[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"weight", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"bias", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"stride", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"padding", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"dilation", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"transposed", PA_P_BOOL, PA_IN, 0, 0},
+    {"outputPadding", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
+    {"groups", PA_P_INT, PA_IN, 0, 0},
+    {"output", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_Convolution[] = {"input", "weight", "bias"};
+static const char *const pa_out_Convolution[] = {"output"};
+static const pa_op pa_op_Convolution = {
+    .ws_api = "aclnnConvolutionGetWorkspaceSize",
+    .launch = {"aclnnConvolution", pa_run_conv, pa_in_Convolution, pa_out_Convolution},
+    .kernel = PA_CONV_CONVOLUTION,
+    .params = pa_params_Convolution,
+    .nparams = 11,
+    .plan = pa_plan_conv,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor* input, const aclTensor* weight,
+        const aclTensor* bias, const aclIntArray* stride, const aclIntArray* padding, const aclIntArray* dilation,
+        bool transposed, const aclIntArray* outputPadding, const int64_t groups, aclTensor* output,
+        int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = weight}, {.p = bias}, {.p = stride}, {.p = padding}, {.p = dilation}, {.b = transposed}, {.p = outputPadding}, {.i = (int64_t)groups}, {.p = output}, {.i = (int64_t)cubeMathType}};
+    return pa_op_plan(&pa_op_Convolution, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnConvolution(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Convolution.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnIm2col ---- */
+static const pa_param pa_params_Im2col[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"kernelSize", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"dilation", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"padding", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"stride", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Im2col[] = {"self"};
+static const char *const pa_out_Im2col[] = {"out"};
+static const pa_op pa_op_Im2col = {
+    .ws_api = "aclnnIm2colGetWorkspaceSize",
+    .launch = {"aclnnIm2col", pa_run_conv, pa_in_Im2col, pa_out_Im2col},
+    .kernel = PA_CONV_IM2COL,
+    .params = pa_params_Im2col,
+    .nparams = 6,
+    .plan = pa_plan_conv,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnIm2colGetWorkspaceSize(const aclTensor* self, const aclIntArray* kernelSize,
+        const aclIntArray* dilation, const aclIntArray* padding, const aclIntArray* stride, const aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = kernelSize}, {.p = dilation}, {.p = padding}, {.p = stride}, {.p = out}};
+    return pa_op_plan(&pa_op_Im2col, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnIm2col(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Im2col.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAvgPool2d ---- */
+static const pa_param pa_params_AvgPool2d[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"kernelSize", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"strides", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"paddings", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"ceilMode", PA_P_BOOL, PA_IN, 0, 0},
+    {"countIncludePad", PA_P_BOOL, PA_IN, 0, 0},
+    {"divisorOverride", PA_P_INT, PA_IN, 0, 0},
+    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_AvgPool2d[] = {"self"};
+static const char *const pa_out_AvgPool2d[] = {"out"};
+static const pa_op pa_op_AvgPool2d = {
+    .ws_api = "aclnnAvgPool2dGetWorkspaceSize",
+    .launch = {"aclnnAvgPool2d", pa_run_conv, pa_in_AvgPool2d, pa_out_AvgPool2d},
+    .kernel = PA_CONV_AVG_POOL2D,
+    .params = pa_params_AvgPool2d,
+    .nparams = 9,
+    .plan = pa_plan_conv,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAvgPool2dGetWorkspaceSize(const aclTensor* self, const aclIntArray* kernelSize,
+        const aclIntArray* strides, const aclIntArray* paddings, const bool ceilMode, const bool countIncludePad,
+        const int64_t divisorOverride, const int8_t cubeMathType, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = kernelSize}, {.p = strides}, {.p = paddings}, {.b = ceilMode}, {.b = countIncludePad}, {.i = (int64_t)divisorOverride}, {.i = (int64_t)cubeMathType}, {.p = out}};
+    return pa_op_plan(&pa_op_AvgPool2d, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAvgPool2d(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_AvgPool2d.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMaxPool ---- */
+static const pa_param pa_params_MaxPool[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x3) /* f16 f32 */},
+    {"kernelShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"strides", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"autoPad", PA_P_INT, PA_IN, 0, 0},
+    {"pads", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"dilations", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"ceilMode", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x3) /* f16 f32 */},
+};
+static const char *const pa_in_MaxPool[] = {"self"};
+static const char *const pa_out_MaxPool[] = {"out"};
+static const pa_op pa_op_MaxPool = {
+    .ws_api = "aclnnMaxPoolGetWorkspaceSize",
+    .launch = {"aclnnMaxPool", pa_run_conv, pa_in_MaxPool, pa_out_MaxPool},
+    .kernel = PA_CONV_MAX_POOL,
+    .params = pa_params_MaxPool,
+    .nparams = 8,
+    .plan = pa_plan_conv,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMaxPoolGetWorkspaceSize(const aclTensor* self, const aclIntArray* kernelShape,
+        const aclIntArray* strides, const int64_t autoPad, const aclIntArray* pads, const aclIntArray* dilations,
+        const int64_t ceilMode, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = kernelShape}, {.p = strides}, {.i = (int64_t)autoPad}, {.p = pads}, {.p = dilations}, {.i = (int64_t)ceilMode}, {.p = out}};
+    return pa_op_plan(&pa_op_MaxPool, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMaxPool(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MaxPool.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnTriangularSolve ---- */
+static const pa_param pa_params_TriangularSolve[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x30801) /* f32 f64 c64 c128 */},
+    {"A", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x30801) /* f32 f64 c64 c128 */},
+    {"upper", PA_P_BOOL, PA_IN, 0, 0},
+    {"transpose", PA_P_BOOL, PA_IN, 0, 0},
+    {"unitriangular", PA_P_BOOL, PA_IN, 0, 0},
+    {"xOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x30801) /* f32 f64 c64 c128 */},
+    {"mOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x30801) /* f32 f64 c64 c128 */},
+};
+static const char *const pa_in_TriangularSolve[] = {"self", "A"};
+static const char *const pa_out_TriangularSolve[] = {"xOut", "mOut"};
+static const pa_op pa_op_TriangularSolve = {
+    .ws_api = "aclnnTriangularSolveGetWorkspaceSize",
+    .launch = {"aclnnTriangularSolve", pa_run_conv, pa_in_TriangularSolve, pa_out_TriangularSolve},
+    .kernel = PA_CONV_TRIANGULAR_SOLVE,
+    .params = pa_params_TriangularSolve,
+    .nparams = 7,
+    .plan = pa_plan_conv,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnTriangularSolveGetWorkspaceSize(const aclTensor* self, const aclTensor* A, bool upper,
+        bool transpose, bool unitriangular, aclTensor* xOut, aclTensor* mOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = A}, {.b = upper}, {.b = transpose}, {.b = unitriangular}, {.p = xOut}, {.p = mOut}};
+    return pa_op_plan(&pa_op_TriangularSolve, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnTriangularSolve(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_TriangularSolve.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnGroupedMatmulV3 ---- */
 static const pa_param pa_params_GroupedMatmulV3[] = {
     {"x", PA_P_TENSOR_LIST, PA_IN, 0, 0},
@@ -8959,39 +9136,6 @@ PA_API aclnnStatus aclnnGroupedMatmulV3GetWorkspaceSize(const aclTensorList* x, 
 PA_API aclnnStatus aclnnGroupedMatmulV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_GroupedMatmulV3.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnTriangularSolve ---- */
-static const pa_param pa_params_TriangularSolve[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"A", PA_P_TENSOR, PA_IN, 0, 0},
-    {"upper", PA_P_BOOL, PA_IN, 0, 0},
-    {"transpose", PA_P_BOOL, PA_IN, 0, 0},
-    {"unitriangular", PA_P_BOOL, PA_IN, 0, 0},
-    {"xOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"mOut", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_TriangularSolve[] = {"self", "A"};
-static const char *const pa_out_TriangularSolve[] = {"xOut", "mOut"};
-static const pa_op pa_op_TriangularSolve = {
-    .ws_api = "aclnnTriangularSolveGetWorkspaceSize",
-    .launch = {"aclnnTriangularSolve", pa_run_none, pa_in_TriangularSolve, pa_out_TriangularSolve},
-    .params = pa_params_TriangularSolve,
-    .nparams = 7,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnTriangularSolveGetWorkspaceSize(const aclTensor* self, const aclTensor* A, bool upper,
-        bool transpose, bool unitriangular, aclTensor* xOut, aclTensor* mOut, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = A}, {.b = upper}, {.b = transpose}, {.b = unitriangular}, {.p = xOut}, {.p = mOut}};
-    return pa_op_plan(&pa_op_TriangularSolve, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnTriangularSolve(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_TriangularSolve.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnFusedInferAttentionScoreV2 ---- */
@@ -9067,143 +9211,4 @@ PA_API aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(const aclTens
 PA_API aclnnStatus aclnnFusedInferAttentionScoreV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_FusedInferAttentionScoreV2.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnConvolution ---- */
-static const pa_param pa_params_Convolution[] = {
-    {"input", PA_P_TENSOR, PA_IN, 0, 0},
-    {"weight", PA_P_TENSOR, PA_IN, 0, 0},
-    {"bias", PA_P_TENSOR, PA_IN, 0, 0},
-    {"stride", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"padding", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"dilation", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"transposed", PA_P_BOOL, PA_IN, 0, 0},
-    {"outputPadding", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"groups", PA_P_INT, PA_IN, 0, 0},
-    {"output", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
-};
-static const char *const pa_in_Convolution[] = {"input", "weight", "bias"};
-static const char *const pa_out_Convolution[] = {"output"};
-static const pa_op pa_op_Convolution = {
-    .ws_api = "aclnnConvolutionGetWorkspaceSize",
-    .launch = {"aclnnConvolution", pa_run_none, pa_in_Convolution, pa_out_Convolution},
-    .params = pa_params_Convolution,
-    .nparams = 11,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnConvolutionGetWorkspaceSize(const aclTensor* input, const aclTensor* weight,
-        const aclTensor* bias, const aclIntArray* stride, const aclIntArray* padding, const aclIntArray* dilation,
-        bool transposed, const aclIntArray* outputPadding, const int64_t groups, aclTensor* output,
-        int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = input}, {.p = weight}, {.p = bias}, {.p = stride}, {.p = padding}, {.p = dilation}, {.b = transposed}, {.p = outputPadding}, {.i = (int64_t)groups}, {.p = output}, {.i = (int64_t)cubeMathType}};
-    return pa_op_plan(&pa_op_Convolution, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnConvolution(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Convolution.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnIm2col ---- */
-static const pa_param pa_params_Im2col[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"kernelSize", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"dilation", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"padding", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"stride", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_Im2col[] = {"self"};
-static const char *const pa_out_Im2col[] = {"out"};
-static const pa_op pa_op_Im2col = {
-    .ws_api = "aclnnIm2colGetWorkspaceSize",
-    .launch = {"aclnnIm2col", pa_run_none, pa_in_Im2col, pa_out_Im2col},
-    .params = pa_params_Im2col,
-    .nparams = 6,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnIm2colGetWorkspaceSize(const aclTensor* self, const aclIntArray* kernelSize,
-        const aclIntArray* dilation, const aclIntArray* padding, const aclIntArray* stride, const aclTensor* out,
-        uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = kernelSize}, {.p = dilation}, {.p = padding}, {.p = stride}, {.p = out}};
-    return pa_op_plan(&pa_op_Im2col, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnIm2col(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
-    return pa_executor_launch(&pa_op_Im2col.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnAvgPool2d ---- */
-static const pa_param pa_params_AvgPool2d[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"kernelSize", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"strides", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"paddings", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"ceilMode", PA_P_BOOL, PA_IN, 0, 0},
-    {"countIncludePad", PA_P_BOOL, PA_IN, 0, 0},
-    {"divisorOverride", PA_P_INT, PA_IN, 0, 0},
-    {"cubeMathType", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_AvgPool2d[] = {"self"};
-static const char *const pa_out_AvgPool2d[] = {"out"};
-static const pa_op pa_op_AvgPool2d = {
-    .ws_api = "aclnnAvgPool2dGetWorkspaceSize",
-    .launch = {"aclnnAvgPool2d", pa_run_none, pa_in_AvgPool2d, pa_out_AvgPool2d},
-    .params = pa_params_AvgPool2d,
-    .nparams = 9,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnAvgPool2dGetWorkspaceSize(const aclTensor* self, const aclIntArray* kernelSize,
-        const aclIntArray* strides, const aclIntArray* paddings, const bool ceilMode, const bool countIncludePad,
-        const int64_t divisorOverride, const int8_t cubeMathType, aclTensor* out, uint64_t *workspaceSize,
-        aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = kernelSize}, {.p = strides}, {.p = paddings}, {.b = ceilMode}, {.b = countIncludePad}, {.i = (int64_t)divisorOverride}, {.i = (int64_t)cubeMathType}, {.p = out}};
-    return pa_op_plan(&pa_op_AvgPool2d, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnAvgPool2d(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_AvgPool2d.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnMaxPool ---- */
-static const pa_param pa_params_MaxPool[] = {
-    {"self", PA_P_TENSOR, PA_IN, 0, 0},
-    {"kernelShape", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"strides", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"autoPad", PA_P_INT, PA_IN, 0, 0},
-    {"pads", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"dilations", PA_P_INT_ARRAY, PA_IN, 0, 0},
-    {"ceilMode", PA_P_INT, PA_IN, 0, 0},
-    {"out", PA_P_TENSOR, PA_OUT, 0, 0},
-};
-static const char *const pa_in_MaxPool[] = {"self"};
-static const char *const pa_out_MaxPool[] = {"out"};
-static const pa_op pa_op_MaxPool = {
-    .ws_api = "aclnnMaxPoolGetWorkspaceSize",
-    .launch = {"aclnnMaxPool", pa_run_none, pa_in_MaxPool, pa_out_MaxPool},
-    .params = pa_params_MaxPool,
-    .nparams = 8,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnMaxPoolGetWorkspaceSize(const aclTensor* self, const aclIntArray* kernelShape,
-        const aclIntArray* strides, const int64_t autoPad, const aclIntArray* pads, const aclIntArray* dilations,
-        const int64_t ceilMode, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = self}, {.p = kernelShape}, {.p = strides}, {.i = (int64_t)autoPad}, {.p = pads}, {.p = dilations}, {.i = (int64_t)ceilMode}, {.p = out}};
-    return pa_op_plan(&pa_op_MaxPool, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnMaxPool(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_MaxPool.launch, workspace, workspaceSize, executor, stream);
 }
