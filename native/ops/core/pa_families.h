@@ -6,6 +6,7 @@
 #include "kernels/map/map.h"
 #include "ops/core/pa_op.h"
 #include "ops/index/pa_index.h"
+#include "ops/random/pa_random.h"
 #include "ops/reduce/pa_reduce.h"
 #include "ops/shape/pa_shape.h"
 

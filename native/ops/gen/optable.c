@@ -7527,6 +7527,540 @@ PA_API aclnnStatus aclnnEmbeddingDenseBackward(void *workspace, uint64_t workspa
     return pa_executor_launch(&pa_op_EmbeddingDenseBackward.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnInplaceNormal ---- */
+static const pa_param pa_params_InplaceNormal[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f16 f32 f64 s16 s32 s64 s8 u8 bool bf16 */},
+    {"mean", PA_P_FLOAT, PA_IN, 0, 0},
+    {"std", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceNormal[] = {"selfRef"};
+static const char *const pa_out_InplaceNormal[] = {"selfRef"};
+static const pa_op pa_op_InplaceNormal = {
+    .ws_api = "aclnnInplaceNormalGetWorkspaceSize",
+    .launch = {"aclnnInplaceNormal", pa_run_random, pa_in_InplaceNormal, pa_out_InplaceNormal},
+    .kernel = PA_RANDOM_NORMAL,
+    .params = pa_params_InplaceNormal,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceNormalGetWorkspaceSize(const aclTensor* selfRef, float mean, float std, int64_t seed,
+        int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)mean}, {.f = (double)std}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceNormal, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceNormal(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceNormal.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceNormalTensor ---- */
+static const pa_param pa_params_InplaceNormalTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f16 f32 f64 s16 s32 s64 s8 u8 bool bf16 */},
+    {"mean", PA_P_FLOAT, PA_IN, 0, 0},
+    {"std", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceNormalTensor[] = {"selfRef", "seedTensor", "offsetTensor"};
+static const char *const pa_out_InplaceNormalTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceNormalTensor = {
+    .ws_api = "aclnnInplaceNormalTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceNormalTensor", pa_run_random, pa_in_InplaceNormalTensor, pa_out_InplaceNormalTensor},
+    .kernel = PA_RANDOM_NORMAL_T,
+    .params = pa_params_InplaceNormalTensor,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceNormalTensorGetWorkspaceSize(const aclTensor* selfRef, float mean, float std,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)mean}, {.f = (double)std}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceNormalTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceNormalTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceNormalTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceUniform ---- */
+static const pa_param pa_params_InplaceUniform[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 */},
+    {"from", PA_P_FLOAT, PA_IN, 0, 0},
+    {"to", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceUniform[] = {"selfRef"};
+static const char *const pa_out_InplaceUniform[] = {"selfRef"};
+static const pa_op pa_op_InplaceUniform = {
+    .ws_api = "aclnnInplaceUniformGetWorkspaceSize",
+    .launch = {"aclnnInplaceUniform", pa_run_random, pa_in_InplaceUniform, pa_out_InplaceUniform},
+    .kernel = PA_RANDOM_UNIFORM,
+    .params = pa_params_InplaceUniform,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceUniformGetWorkspaceSize(const aclTensor* selfRef, double from, double to,
+        uint64_t seed, uint64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)from}, {.f = (double)to}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceUniform, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceUniform(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceUniform.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceUniformTensor ---- */
+static const pa_param pa_params_InplaceUniformTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 */},
+    {"from", PA_P_FLOAT, PA_IN, 0, 0},
+    {"to", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceUniformTensor[] = {"selfRef", "seedTensor", "offsetTensor"};
+static const char *const pa_out_InplaceUniformTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceUniformTensor = {
+    .ws_api = "aclnnInplaceUniformTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceUniformTensor", pa_run_random, pa_in_InplaceUniformTensor, pa_out_InplaceUniformTensor},
+    .kernel = PA_RANDOM_UNIFORM_T,
+    .params = pa_params_InplaceUniformTensor,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceUniformTensorGetWorkspaceSize(const aclTensor* selfRef, double from, double to,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, uint64_t offset, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)from}, {.f = (double)to}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceUniformTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceUniformTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceUniformTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceRandom ---- */
+static const pa_param pa_params_InplaceRandom[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 s8 u8 bool f64 bf16 c64 c128 */},
+    {"from", PA_P_INT, PA_IN, 0, 0},
+    {"to", PA_P_INT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceRandom[] = {"selfRef"};
+static const char *const pa_out_InplaceRandom[] = {"selfRef"};
+static const pa_op pa_op_InplaceRandom = {
+    .ws_api = "aclnnInplaceRandomGetWorkspaceSize",
+    .launch = {"aclnnInplaceRandom", pa_run_random, pa_in_InplaceRandom, pa_out_InplaceRandom},
+    .kernel = PA_RANDOM_RANDOM,
+    .params = pa_params_InplaceRandom,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceRandomGetWorkspaceSize(const aclTensor* selfRef, int64_t from, int64_t to,
+        int64_t seed, int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.i = (int64_t)from}, {.i = (int64_t)to}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceRandom, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceRandom(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceRandom.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceRandomTensor ---- */
+static const pa_param pa_params_InplaceRandomTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 s8 u8 bool f64 bf16 c64 c128 */},
+    {"from", PA_P_INT, PA_IN, 0, 0},
+    {"to", PA_P_INT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceRandomTensor[] = {"selfRef", "seedTensor", "offsetTensor"};
+static const char *const pa_out_InplaceRandomTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceRandomTensor = {
+    .ws_api = "aclnnInplaceRandomTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceRandomTensor", pa_run_random, pa_in_InplaceRandomTensor, pa_out_InplaceRandomTensor},
+    .kernel = PA_RANDOM_RANDOM_T,
+    .params = pa_params_InplaceRandomTensor,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceRandomTensorGetWorkspaceSize(const aclTensor* selfRef, int64_t from, int64_t to,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.i = (int64_t)from}, {.i = (int64_t)to}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceRandomTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceRandomTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceRandomTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnBernoulli ---- */
+static const pa_param pa_params_Bernoulli[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+};
+static const char *const pa_in_Bernoulli[] = {"self"};
+static const char *const pa_out_Bernoulli[] = {"out"};
+static const pa_op pa_op_Bernoulli = {
+    .ws_api = "aclnnBernoulliGetWorkspaceSize",
+    .launch = {"aclnnBernoulli", pa_run_random, pa_in_Bernoulli, pa_out_Bernoulli},
+    .kernel = PA_RANDOM_BERNOULLI,
+    .params = pa_params_Bernoulli,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnBernoulliGetWorkspaceSize(const aclTensor* self, const aclScalar* prob, int64_t seed,
+        int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_Bernoulli, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnBernoulli(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Bernoulli.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnBernoulliTensor ---- */
+static const pa_param pa_params_BernoulliTensor[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+};
+static const char *const pa_in_BernoulliTensor[] = {"self", "prob"};
+static const char *const pa_out_BernoulliTensor[] = {"out"};
+static const pa_op pa_op_BernoulliTensor = {
+    .ws_api = "aclnnBernoulliTensorGetWorkspaceSize",
+    .launch = {"aclnnBernoulliTensor", pa_run_random, pa_in_BernoulliTensor, pa_out_BernoulliTensor},
+    .kernel = PA_RANDOM_BERNOULLI_T,
+    .params = pa_params_BernoulliTensor,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnBernoulliTensorGetWorkspaceSize(const aclTensor* self, const aclTensor* prob, int64_t seed,
+        int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_BernoulliTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnBernoulliTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_BernoulliTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceBernoulli ---- */
+static const pa_param pa_params_InplaceBernoulli[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceBernoulli[] = {"selfRef"};
+static const char *const pa_out_InplaceBernoulli[] = {"selfRef"};
+static const pa_op pa_op_InplaceBernoulli = {
+    .ws_api = "aclnnInplaceBernoulliGetWorkspaceSize",
+    .launch = {"aclnnInplaceBernoulli", pa_run_random, pa_in_InplaceBernoulli, pa_out_InplaceBernoulli},
+    .kernel = PA_RANDOM_BERNOULLI,
+    .params = pa_params_InplaceBernoulli,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceBernoulliGetWorkspaceSize(const aclTensor* selfRef, const aclScalar* prob,
+        int64_t seed, int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceBernoulli, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceBernoulli(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceBernoulli.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceBernoulliTensor ---- */
+static const pa_param pa_params_InplaceBernoulliTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceBernoulliTensor[] = {"selfRef", "prob"};
+static const char *const pa_out_InplaceBernoulliTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceBernoulliTensor = {
+    .ws_api = "aclnnInplaceBernoulliTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceBernoulliTensor", pa_run_random, pa_in_InplaceBernoulliTensor, pa_out_InplaceBernoulliTensor},
+    .kernel = PA_RANDOM_BERNOULLI_T,
+    .params = pa_params_InplaceBernoulliTensor,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceBernoulliTensorGetWorkspaceSize(const aclTensor* selfRef, const aclTensor* prob,
+        int64_t seed, int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceBernoulliTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceBernoulliTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceBernoulliTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRandperm ---- */
+static const pa_param pa_params_Randperm[] = {
+    {"n", PA_P_INT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000a5f) /* f32 f16 s32 f64 s64 s8 u8 s16 bf16 */},
+};
+static const char *const pa_out_Randperm[] = {"out"};
+static const pa_op pa_op_Randperm = {
+    .ws_api = "aclnnRandpermGetWorkspaceSize",
+    .launch = {"aclnnRandperm", pa_run_random, NULL, pa_out_Randperm},
+    .kernel = PA_RANDOM_RANDPERM,
+    .params = pa_params_Randperm,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRandpermGetWorkspaceSize(int64_t n, int64_t seed, int64_t offset, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.i = (int64_t)n}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_Randperm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRandperm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Randperm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMultinomial ---- */
+static const pa_param pa_params_Multinomial[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"numsamples", PA_P_INT, PA_IN, 0, 0},
+    {"replacement", PA_P_BOOL, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x200) /* s64 */},
+};
+static const char *const pa_in_Multinomial[] = {"self"};
+static const char *const pa_out_Multinomial[] = {"out"};
+static const pa_op pa_op_Multinomial = {
+    .ws_api = "aclnnMultinomialGetWorkspaceSize",
+    .launch = {"aclnnMultinomial", pa_run_random, pa_in_Multinomial, pa_out_Multinomial},
+    .kernel = PA_RANDOM_MULTINOMIAL,
+    .params = pa_params_Multinomial,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMultinomialGetWorkspaceSize(const aclTensor* self, int64_t numsamples, bool replacement,
+        int64_t seed, int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)numsamples}, {.b = replacement}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_Multinomial, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMultinomial(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Multinomial.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMultinomialTensor ---- */
+static const pa_param pa_params_MultinomialTensor[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"numsamples", PA_P_INT, PA_IN, 0, 0},
+    {"replacement", PA_P_BOOL, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x200) /* s64 */},
+};
+static const char *const pa_in_MultinomialTensor[] = {"self", "seedTensor", "offsetTensor"};
+static const char *const pa_out_MultinomialTensor[] = {"out"};
+static const pa_op pa_op_MultinomialTensor = {
+    .ws_api = "aclnnMultinomialTensorGetWorkspaceSize",
+    .launch = {"aclnnMultinomialTensor", pa_run_random, pa_in_MultinomialTensor, pa_out_MultinomialTensor},
+    .kernel = PA_RANDOM_MULTINOMIAL_T,
+    .params = pa_params_MultinomialTensor,
+    .nparams = 7,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMultinomialTensorGetWorkspaceSize(const aclTensor* self, int64_t numsamples, bool replacement,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)numsamples}, {.b = replacement}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_MultinomialTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMultinomialTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MultinomialTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutGenMask ---- */
+static const pa_param pa_params_DropoutGenMask[] = {
+    {"shape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x10) /* u8 */},
+};
+static const char *const pa_out_DropoutGenMask[] = {"out"};
+static const pa_op pa_op_DropoutGenMask = {
+    .ws_api = "aclnnDropoutGenMaskGetWorkspaceSize",
+    .launch = {"aclnnDropoutGenMask", pa_run_random, NULL, pa_out_DropoutGenMask},
+    .kernel = PA_RANDOM_GEN_MASK,
+    .params = pa_params_DropoutGenMask,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutGenMaskGetWorkspaceSize(const aclIntArray* shape, double prob, int64_t seed,
+        int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = shape}, {.f = (double)prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutGenMask, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutGenMask(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutGenMask.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutGenMaskV2 ---- */
+static const pa_param pa_params_DropoutGenMaskV2[] = {
+    {"shape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"probDataType", PA_P_DTYPE, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x10) /* u8 */},
+};
+static const char *const pa_out_DropoutGenMaskV2[] = {"out"};
+static const pa_op pa_op_DropoutGenMaskV2 = {
+    .ws_api = "aclnnDropoutGenMaskV2GetWorkspaceSize",
+    .launch = {"aclnnDropoutGenMaskV2", pa_run_random, NULL, pa_out_DropoutGenMaskV2},
+    .kernel = PA_RANDOM_GEN_MASK_V2,
+    .params = pa_params_DropoutGenMaskV2,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutGenMaskV2GetWorkspaceSize(const aclIntArray* shape, double prob, int64_t seed,
+        int64_t offset, aclDataType probDataType, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = shape}, {.f = (double)prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.i = (int64_t)probDataType}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutGenMaskV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutGenMaskV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutGenMaskV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutGenMaskV2Tensor ---- */
+static const pa_param pa_params_DropoutGenMaskV2Tensor[] = {
+    {"shape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"probDataType", PA_P_DTYPE, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x10) /* u8 */},
+};
+static const char *const pa_in_DropoutGenMaskV2Tensor[] = {"seedTensor", "offsetTensor"};
+static const char *const pa_out_DropoutGenMaskV2Tensor[] = {"out"};
+static const pa_op pa_op_DropoutGenMaskV2Tensor = {
+    .ws_api = "aclnnDropoutGenMaskV2TensorGetWorkspaceSize",
+    .launch = {"aclnnDropoutGenMaskV2Tensor", pa_run_random, pa_in_DropoutGenMaskV2Tensor, pa_out_DropoutGenMaskV2Tensor},
+    .kernel = PA_RANDOM_GEN_MASK_V2_T,
+    .params = pa_params_DropoutGenMaskV2Tensor,
+    .nparams = 7,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutGenMaskV2TensorGetWorkspaceSize(const aclIntArray* shape, double prob,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, aclDataType probDataType,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = shape}, {.f = (double)prob}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}, {.i = (int64_t)probDataType}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutGenMaskV2Tensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutGenMaskV2Tensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutGenMaskV2Tensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutDoMask ---- */
+static const pa_param pa_params_DropoutDoMask[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mask", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x10) /* u8 */},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8030803) /* f32 f16 bf16 f64 c64 c128 */},
+};
+static const char *const pa_in_DropoutDoMask[] = {"self", "mask"};
+static const char *const pa_out_DropoutDoMask[] = {"out"};
+static const pa_op pa_op_DropoutDoMask = {
+    .ws_api = "aclnnDropoutDoMaskGetWorkspaceSize",
+    .launch = {"aclnnDropoutDoMask", pa_run_random, pa_in_DropoutDoMask, pa_out_DropoutDoMask},
+    .kernel = PA_RANDOM_DO_MASK,
+    .params = pa_params_DropoutDoMask,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutDoMaskGetWorkspaceSize(const aclTensor* self, const aclTensor* mask, double prob,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = mask}, {.f = (double)prob}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutDoMask, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutDoMask(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutDoMask.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnMm ---- */
 static const pa_param pa_params_Mm[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, 0},
