@@ -180,7 +180,7 @@ def _planned(name, header, params, family, issue=23, **kw):
 
 
 # The table, by family (one module each; each operator appears once).
-from . import elementwise, reduce, shape, index, random, later  # noqa: E402,F401
+from . import elementwise, reduce, shape, index, random, foreach, later  # noqa: E402,F401
 from .later import EMPTY_HEADERS  # noqa: E402
 
 

@@ -5,6 +5,7 @@
 
 #include "kernels/map/map.h"
 #include "ops/core/pa_op.h"
+#include "ops/foreach/pa_foreach.h"
 #include "ops/index/pa_index.h"
 #include "ops/random/pa_random.h"
 #include "ops/reduce/pa_reduce.h"
