@@ -121,4 +121,4 @@ op("AmpUpdateScale", "aclnn_amp_update_scale.h",
    dtypes={"growthTracker": "s32", "updatedGrowthTracker": "s32"},
    flags=("out:updatedScale", "out:updatedGrowthTracker"),
    note="torch's _amp_update_scale_ in fp32: found_inf: scale * backoff, tracker 0; else tracker + 1 == interval: "
-        "scale * growth (kept if that is not finite), tracker 0; shapes [1], interval in [1, 2^31 - 1] (561002)")
+        "scale * growth (kept if that is not finite), tracker 0; one element each, interval in [1, 2^31 - 1] (561002)")

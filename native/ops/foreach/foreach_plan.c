@@ -490,8 +490,6 @@ static int plan_adamw(const call *c, uint64_t *workspaceSize, aclOpExecutor **ex
     return make_executor(c, &p, sizeof p, workspaceSize, executor);
 }
 
-static bool is_shape_1(const aclTensor *t) { return t->ndim == 1 && t->dims[0] == 1; }
-
 static int plan_amp(const call *c, uint64_t *workspaceSize, aclOpExecutor **executor) {
     const char *names[5] = {"currentScale", "growthTracker", "foundInf", "updatedScale", "updatedGrowthTracker"};
     const aclTensor *t[5];
@@ -501,10 +499,11 @@ static int plan_amp(const call *c, uint64_t *workspaceSize, aclOpExecutor **exec
         return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must equal currentScale dtype %s", c->api, names[k],
                        pa_dtype_name(t[k]->dtype), pa_dtype_name(t[0]->dtype));
     }
+    /* CANN's documentation says shape [1]; torch's GradScaler passes 0-d tensors, which the NPU takes */
     for (int k = 0; k < 5; k++) {
-        if (!is_shape_1(t[k])) {
+        if (pa_tensor_numel(t[k]) != 1) {
             char s1[160];
-            return pa_fail(ERR_TILING, "%s: %s shape must be [1], got %s", c->api, names[k],
+            return pa_fail(ERR_TILING, "%s: %s must hold one element, got shape %s", c->api, names[k],
                            pa_shape_str(t[k]->dims, t[k]->ndim, s1, sizeof s1));
         }
     }
