@@ -372,8 +372,9 @@ static int plan_lists(const call *c, uint64_t *workspaceSize, aclOpExecutor **ex
         const int64_t want = c->d->per_elem ? (int64_t)n : 1;
         if (pa_tensor_numel(t) != want) {
             char s1[160];
-            rc = pa_fail(size_code(c), "%s: %s must hold %lld element%s, got shape %s", c->api, tname,
-                         (long long)want, want == 1 ? "" : "s (one per list element)",
+            char what[64] = "one element";
+            if (want != 1) snprintf(what, sizeof what, "%lld elements (one per list element)", (long long)want);
+            rc = pa_fail(size_code(c), "%s: %s must hold %s, got shape %s", c->api, tname, what,
                          pa_shape_str(t->dims, t->ndim, s1, sizeof s1));
             goto done;
         }
