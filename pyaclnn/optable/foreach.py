@@ -14,7 +14,7 @@ LOC = "const aclTensorList *out"   # headers generated from the op definition
 
 # name, params (as the vendor declares them), kernel, A2 dtypes of the lists, note
 UNARY = [  # (name, A2 dtypes, math)
-    ("Abs", "bf16 f16 f32", "|x|"), ("Neg", "f32 f16 s32 bf16 s16 s8 u8", "-x"),
+    ("Abs", "bf16 f16 f32", "abs"), ("Neg", "f32 f16 s32 bf16 s16 s8 u8", "-x"),
     ("Exp", "bf16 f16 f32 s16 s8 u8", "exp"), ("Expm1", "bf16 f16 f32 s16 s8 u8", "expm1"),
     ("Log", "bf16 f16 f32", "log"), ("Log2", "bf16 f16 f32", "log2"), ("Log10", "bf16 f16 f32", "log10"),
     ("Log1p", "bf16 f16 f32", "log1p"), ("Sin", "f32 f16 bf16", "sin"), ("Cos", "bf16 f16 f32", "cos"),
@@ -39,7 +39,7 @@ def row(name, params, ldt, note="", dtypes=None, **kw):
 
 for _n, _dt, _m in UNARY:
     row(_n, "const aclTensorList *x, " + LOC, _dt, "out[i] = %s(x[i])" % _m if _m[0].isalpha() else
-        "out[i] = %s for each x of x[i]" % _m)
+        "out[i] = %s" % _m.replace("x", "x[i]"))
 row("Sqrt", L + "x, " + LO, FLOATS, "out[i] = sqrt(x[i]) (fp16 / bf16 in fp32, rounded once)")
 row("Copy", L + "x, " + LO, "f32 f16 bf16 s8 u8 s16 u16 s32 u32 s64 f64 bool", "out[i] = x[i]")
 row("ZeroInplace", "const aclTensorList *x", "f32 f16 bf16 s16 s32", "x[i] = 0", roles="ao")
@@ -88,7 +88,7 @@ row("LerpScalar", L + "x1, " + L + "x2, const aclScalar* weight, " + LO, FLOATS,
 row("LerpList", L + "x1, " + L + "x2, " + L + "weight, " + LO, FLOATS,
     "out[i] = x1[i] + weight[i] * (x2[i] - x1[i])")
 row("Norm", "const aclTensorList *x, const aclScalar *scalar, " + LOC, FLOATS,
-    "out[i] (one element) = the p-norm of x[i], p = scalar (inf: max |x|, 0: the count of non-zeros), summed in "
+    "out[i] (one element) = the p-norm of x[i], p = scalar (inf: the largest abs(x), 0: the count of non-zeros), summed in "
     "fp64 in a fixed order", dtypes={"scalar": "f32 f64 s64"})
 row("NonFiniteCheckAndUnscale", "const aclTensorList *scaledGrads, const aclTensor *foundInf, "
     "const aclTensor *invScale", FLOATS,
