@@ -274,7 +274,7 @@ def nsa_selected_attention(query, key, value, topk_indices, *, scale_value, head
     sparse_mode: 0 = every selected key is visible; 2 = causal (key j of the
     batch visible to query s iff j <= s), but only when atten_mask is given,
     as in the vendor's kernel (sparse_mode 2 without a mask runs unmasked).
-    A row with no visible key gets the vendor's uniform weights (see README).
+    A row with no visible key gets the vendor's uniform weights (see native/ops/nsa_selected_attention/README.md).
 
     Precision: by default the NPU's (PYACLNN_NSA_PRECISION=npu): P = softmax
     is rounded to the input dtype (ties away from zero) before P V, the output

@@ -8,7 +8,7 @@ and 96; N1 = 4 query heads share N2 = 2 key/value heads; D = 192 (query/key) and
 Dv = 128 (value); every (token, kv head) selects 4 blocks of 16 keys of its own
 batch. Three runs, each compared with pyaclnn.reference: the float32 golden of the
 NPU's precision (the default: P and dS rounded to the input dtype, see
-PYACLNN_NSA_PRECISION in the README), which the outputs match within an ulp:
+PYACLNN_NSA_PRECISION in docs/environment.md), which the outputs match within an ulp:
 
 1. the one-call helper pyaclnn.nsa_selected_attention: float16, sparse_mode 2
    with an atten_mask (causal: the vendor kernel masks only when both are given);

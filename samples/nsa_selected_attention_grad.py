@@ -9,8 +9,8 @@ Dv = 128 (value); every (token, kv head) selects 4 blocks of 16 keys of its own
 batch. The forward pass (attention_out and the softmax statistics the backward
 reads) comes from pyaclnn.reference, and the gradients are compared with the
 float32 golden of the NPU's precision (pyaclnn.reference.nsa_selected_attention_grad_npu:
-P and dS rounded to the input dtype, the default; see PYACLNN_NSA_PRECISION in the
-README). Two runs:
+P and dS rounded to the input dtype, the default; see PYACLNN_NSA_PRECISION in
+docs/environment.md). Two runs:
 
 1. the one-call helper pyaclnn.nsa_selected_attention_grad: float16 inputs,
    float32 gradients, sparse_mode 0 (every selected key visible);

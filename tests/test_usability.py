@@ -1,4 +1,4 @@
-"""What a new user meets first: the README's Python quick start, the helpers'
+"""What a new user meets first: the Python quick starts (README, docs/python.md), the helpers'
 docstring examples, `pyaclnn.reference` after `import pyaclnn`, the command
 line's help text, and the benchmark's end-to-end measurement."""
 import re
@@ -20,11 +20,13 @@ def python_blocks(markdown):
     return re.findall(r"```python\n(.*?)```", markdown, re.S)
 
 
-def test_readme_quick_start_runs():
-    blocks = python_blocks((REPO / "README.md").read_text())
-    assert blocks, "README.md has no python block"
+@pytest.mark.parametrize("page", ["README.md", "docs/python.md"])
+def test_quick_start_runs(page):
+    """The first Python block of the README and of the Python API page."""
+    blocks = python_blocks((REPO / page).read_text())
+    assert blocks, "%s has no python block" % page
     namespace = {}
-    exec(compile(blocks[0], "README.md quick start", "exec"), namespace)
+    exec(compile(blocks[0], page + " quick start", "exec"), namespace)
     want = reference.scaled_masked_softmax_backward(namespace["grad"], namespace["y"], namespace["mask"],
                                                     0.125)
     np.testing.assert_allclose(namespace["dx"], want, rtol=1e-5, atol=1e-7)

@@ -7,7 +7,10 @@ Writes:
   native/ops/gen/optable.c      one pa_op descriptor per operator and its two
                                 exported entry points (they pack the arguments
                                 and call pa_op_plan / pa_executor_launch)
-  docs/operators.md             the operator list
+  docs/operators.md             the operator list (the table's operators and the
+                                four fused operators written by hand, FUSED below)
+  README.md                     one line of it: the operator count (the line that
+                                carries README_MARK)
   tests/fuzz/fuzz_table.inc     one thunk per operator for the table fuzzer
                                 (tests/fuzz/fuzz_table.c): it reaches every
                                 operator by construction
@@ -205,16 +208,68 @@ def render_c(tab):
 
 # ---- docs ---------------------------------------------------------------------
 
+# The operators written by hand (native/ops/<op>/, their own headers): not rows of the
+# table, listed here so that docs/operators.md and the README count them.
+# (name, header, input dtypes on Atlas A2, where their math and differences are described)
+FUSED = [
+    ("ScaledMaskedSoftmax", "aclnn_scaled_masked_softmax.h", "f32 f16 bf16",
+     "numerics.md#the-scaled-masked-softmax"),
+    ("ScaledMaskedSoftmaxBackward", "aclnn_scaled_masked_softmax_backward.h", "f32 f16 bf16",
+     "numerics.md#the-scaled-masked-softmax"),
+    ("NsaSelectedAttention", "aclnn_nsa_selected_attention.h", "f16 bf16",
+     "numerics.md#how-pyaclnn-differs-from-real-cann"),
+    ("NsaSelectedAttentionGrad", "aclnn_nsa_selected_attention_grad.h", "f16 bf16",
+     "numerics.md#how-pyaclnn-differs-from-real-cann"),
+]
+README_MARK = "<!-- the operator count: tools/gen_ops.py writes this line -->"
+
+
+def counts(tab):
+    """(operators that run, operators declared), the fused ones included."""
+    for name, header, _, _ in FUSED:
+        if not (ROOT / "include" / "aclnnop" / header).is_file():
+            raise SystemExit("gen_ops.py: FUSED names %s, but include/aclnnop/%s is missing" % (name, header))
+    impl = sum(1 for o in tab.OPS if o.implemented)
+    return impl + len(FUSED), len(tab.OPS) + len(FUSED)
+
+
 def render_docs(tab):
     impl = [o for o in tab.OPS if o.implemented]
+    running, declared = counts(tab)
+    planned = {}
+    for o in tab.OPS:
+        if not o.implemented:
+            planned.setdefault(o.issue, []).append(o)
     lines = ["# Operators", "",
              "What you can do with this page: see which aclnn operators pyaclnn runs, with which dtypes, and "
-             "what differs from CANN.", "",
+             "what differs from CANN; find the header that declares one.", "",
              "<!-- %s -->" % BANNER, "",
-             "%d operators are declared (%d headers); %d run on the CPU. The others have their headers and entry "
-             "points (so programs build and link) and answer 561003 (ACLNN_ERR_INNER_FIND_KERNEL_ERROR) naming "
-             "themselves." % (len(tab.OPS), len(tab.headers()) + len(tab.EMPTY_HEADERS), len(impl)), "",
-             "| operator | header | status | dtypes (Atlas A2) | notes |", "|---|---|---|---|---|"]
+             "%d operators are declared; %d run on the CPU: the %d fused operators written by hand and %d of the "
+             "op table's %d (%d headers). The others have their headers and entry points (so programs build and "
+             "link) and answer 561003 (ACLNN_ERR_INNER_FIND_KERNEL_ERROR) naming themselves%s." % (
+                 declared, running, len(FUSED), len(impl), len(tab.OPS),
+                 len(tab.headers()) + len(tab.EMPTY_HEADERS),
+                 "" if not planned else " (planned: %s)" % ", ".join(
+                     "%d for issue %s" % (len(v), k) if k else "%d without an issue" % len(v)
+                     for k, v in sorted(planned.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))), "",
+             "Every operator has CANN's two-phase entry points (`aclnnXxxGetWorkspaceSize`, then `aclnnXxx` on a "
+             "stream), at the header CANN declares it in. From Python, `pyaclnn.aclnn.Xxx(...)` runs any operator "
+             "of the op table on numpy arrays ([Python API](python.md#any-operator-by-name)). Dtypes use CANN's "
+             "shorthand (f32 f16 bf16 f64, s8 u8 s16 u16 s32 u32 s64 u64, bool) and list what Atlas A2 accepts "
+             "and pyaclnn computes; complex dtypes, which CANN accepts for some operators, fail with 161002. "
+             "The checks every operator makes beyond CANN's (views, addresses, handles) are in "
+             "[Numerics and differences](numerics.md#how-pyaclnn-differs-from-real-cann). To add an operator, see "
+             "[Contributing](contributing.md#how-to-add-an-operator).", "",
+             "## The fused operators", "",
+             "Written by hand (`native/ops/<op>/`, kernels in `native/kernels/`), outside the op table; the "
+             "one-call Python helpers are in `pyaclnn.ops` ([Python API](python.md)).", "",
+             "| operator | header | dtypes (Atlas A2) | math and differences |", "|---|---|---|---|"]
+    for name, header, dts, doc in FUSED:
+        lines.append("| aclnn%s | `aclnnop/%s` | %s | [numerics](%s) |" % (name, header, dts, doc))
+    lines += ["", "## The op table", "",
+              "Generated from `pyaclnn/optable/` (one module per family). Status *planned* names the issue that "
+              "brings the operator.", "",
+              "| operator | header | status | dtypes (Atlas A2) | notes |", "|---|---|---|---|---|"]
     for o in sorted(tab.OPS, key=lambda o: o.name):
         status = "runs" if o.implemented else "planned (issue %s)" % o.issue if o.issue else "planned"
         dts = o.ins or ""
@@ -222,6 +277,21 @@ def render_docs(tab):
         lines.append("| aclnn%s | `aclnnop/%s` | %s | %s | %s |" % (o.name, o.header, status, dts, o.note))
     lines.append("")
     return "\n".join(lines)
+
+
+def render_readme(tab, text):
+    """README.md with its operator-count line (the line carrying README_MARK) rewritten."""
+    running, declared = counts(tab)
+    line = ("| [Operators](docs/operators.md) | the %d aclnn operators that run on the CPU (of %d declared), "
+            "their headers, dtypes and notes %s |" % (running, declared, README_MARK))
+    out, found = [], 0
+    for ln in text.split("\n"):
+        if README_MARK in ln:
+            ln, found = line, found + 1
+        out.append(ln)
+    if found != 1:
+        raise SystemExit("gen_ops.py: README.md must have exactly one line with %s (found %d)" % (README_MARK, found))
+    return "\n".join(out)
 
 
 FZ_KIND = {"TENSOR": "T", "TENSOR_LIST": "L", "SCALAR": "S", "SCALAR_LIST": "s", "INT_ARRAY": "I",
@@ -281,6 +351,7 @@ def outputs(tab):
         files["include/aclnnop/" + header] = render_header(tab, header, [])
     files["native/ops/gen/optable.c"] = render_c(tab)
     files["docs/operators.md"] = render_docs(tab)
+    files["README.md"] = render_readme(tab, (ROOT / "README.md").read_text())
     files["tests/fuzz/fuzz_table.inc"] = render_fuzz(tab)
     files["tests/fuzz/fuzz_table_headers.inc"] = "\n".join(
         ["/* " + BANNER + " */"] + ['#include "aclnnop/%s"' % h for h in sorted(tab.headers())]) + "\n"

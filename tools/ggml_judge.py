@@ -893,9 +893,26 @@ def markdown(results, causes, meta):
     for c in causes:
         md.append("| %s | %d | %d | %s |" % (c["cause"].replace("|", "\\|"), len(c["ops"]), c["blocked_cases"],
                                              ", ".join(c["ops"])))
-    md += ["", "%s; %d ops, %d fully passing, wall %.0f s (-j %d)." % (
-        meta["toolkit"], len(results), sum(r["ok"] for r in results), meta["wall_s"], meta["jobs"])]
+    md += ["", "llama.cpp from llama-cpp-python %s, %s: %d ops, %d fully passing; %d of %d cases passed; "
+           "wall %.0f s (-j %d)." % (meta.get("llama_cpp_python", VERSION), meta.get("date", "?"), len(results),
+                                      sum(r["ok"] for r in results), sum(r["passed"] for r in results),
+                                      sum(r["run"] for r in results), meta["wall_s"], meta["jobs"])]
     return "\n".join(md) + "\n"
+
+
+DOC_BEGIN = "<!-- ggml_judge results: begin (python tools/ggml_judge.py all --update-doc FILE writes them) -->"
+DOC_END = "<!-- ggml_judge results: end -->"
+
+
+def update_doc(path, table):
+    """Replaces the results block of a markdown file (between DOC_BEGIN and DOC_END)."""
+    with open(path) as f:
+        text = f.read()
+    i, j = text.find(DOC_BEGIN), text.find(DOC_END)
+    if i < 0 or j < i:
+        raise JudgeError("%s has no results block (%s ... %s)" % (path, DOC_BEGIN, DOC_END))
+    with open(path, "w") as f:
+        f.write(text[:i + len(DOC_BEGIN)] + "\n\n" + table + "\n" + text[j:])
 
 
 def cmd_run(args, build_info=None):
@@ -960,6 +977,7 @@ def cmd_run(args, build_info=None):
     print("\n%d/%d ops pass fully; %d/%d cases passed; wall %.1f s with -j %d" % (n_ok, len(ordered), cases_pass,
                                                                                 cases_run, wall, jobs))
     meta = {"toolkit": home, "binary": binary, "jobs": jobs, "wall_s": round(wall, 1), "params": args.params,
+            "date": time.strftime("%Y-%m-%d"),
             "llama_cpp_python": VERSION, "soc_type": SOC_TYPE, "backend": BACKEND,
             "ops_passing": [r["op"] for r in ordered if r["ok"]]}
     if build_info:
@@ -968,6 +986,9 @@ def cmd_run(args, build_info=None):
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "results": ordered, "abort_causes": causes}, f, indent=1)
         log("wrote %s" % args.json)
+    if getattr(args, "update_doc", None):
+        update_doc(args.update_doc, markdown(ordered, causes, meta))
+        log("updated the results in %s" % args.update_doc)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(markdown(ordered, causes, meta))
@@ -1008,6 +1029,8 @@ def parser():
 
     run_opts = argparse.ArgumentParser(add_help=False)
     run_opts.add_argument("ops", nargs="*", help="ggml ops (default: all ops CANN0 claims)")
+    run_opts.add_argument("--update-doc", metavar="FILE",
+                          help="also write the results table into FILE's results block (docs/ggml.md)")
     run_opts.add_argument("--ops-file", help="file with one ggml op per line, optionally followed by a -p regex for its cases (# comments)")
     run_opts.add_argument("--all-ops", action="store_true", help="every op of --list-ops, claimed or not")
     run_opts.add_argument("-p", "--params", help="test-backend-ops -p: only cases whose params match")

@@ -284,7 +284,7 @@ ACL_FUNC_VISIBILITY aclError aclrtSetOpWaitTimeout(uint32_t timeout);
 /* ---- more of CANN's runtime, as torch_npu uses it (native/compat/) ---- */
 /* Float overflow mode: saturate to +-max, or produce inf/nan (IEEE). The CPU
  * kernels always compute in IEEE arithmetic (INFNAN); SATURATION is accepted and
- * reported, but results are IEEE (see the README). */
+ * reported, but results are IEEE (see docs/torch_npu.md, saturation mode). */
 typedef enum aclrtFloatOverflowMode {
     ACL_RT_OVERFLOW_MODE_SATURATION = 0,
     ACL_RT_OVERFLOW_MODE_INFNAN,

@@ -27,7 +27,7 @@ static aclError run(const char *api, const char *opType, int numInputs, const ac
     if (op == NULL) {
         return pa_rt_fail(ACL_ERROR_OP_NOT_FOUND,
                           "%s: op type %.128s is not supported by pyaclnn (its single-operator API runs %s; the "
-                          "operators pyaclnn implements are listed in its README)", api,
+                          "aclnn operators pyaclnn implements are listed in docs/operators.md)", api,
                           opType, pa_aclop_names());
     }
     if (attr != NULL && !pa_attr_is_live(attr)) {

@@ -5,7 +5,7 @@ all_to_all (list and single), all_gather_object, barrier, send / recv.
 
 Run without RANK, this script starts WORLD ranks of itself and checks what each
 returns, bit for bit, against numpy: the reductions fold the ranks in rank order
-(fp16 / bf16 rounded at every step), as pyaclnn's README says. Prints OK."""
+(fp16 / bf16 rounded at every step), as pyaclnn's docs/devices.md says. Prints OK."""
 import json
 import os
 import socket

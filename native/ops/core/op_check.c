@@ -118,6 +118,16 @@ aclnnStatus pa_op_plan(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize
         if (pointer && a[i].p == NULL && !(p->flags & PA_PF_OPTIONAL)) {
             return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", api, p->name);
         }
+        /* a live list's NULL elements are NULL arguments too (a dead list is 161002 below) */
+        if (p->kind == PA_P_TENSOR_LIST && a[i].p != NULL && pa_handle_live(a[i].p, PA_HANDLE_TENSOR_LIST)) {
+            const aclTensorList *l = a[i].p;
+            for (uint64_t k = 0; k < l->size; k++) {
+                if (l->tensors[k] == NULL) {
+                    return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: %s[%llu] must not be NULL", api, p->name,
+                                   (unsigned long long)k);
+                }
+            }
+        }
     }
     if (op->params[op->nparams - 1].kind != PA_P_OUT_U64) {
         if (workspaceSize == NULL) return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize is NULL", api);
