@@ -15,8 +15,15 @@
 static inline void box_muller(uint32_t w0, uint32_t w1, double *z0, double *z1) {
     const double u1 = ((double)w0 + 1.0) * 0x1p-32, u2 = (double)w1 * 0x1p-32;
     const double r = sqrt(-2.0 * log(u1)), t = TWO_PI * u2;
-    *z0 = r * cos(t);
-    *z1 = r * sin(t);
+    double s, c;
+#if defined(__GLIBC__)
+    sincos(t, &s, &c); /* glibc: the same values as sin() and cos(), in one call */
+#else
+    s = sin(t);
+    c = cos(t);
+#endif
+    *z0 = r * c;
+    *z1 = r * s;
 }
 
 double pa_rng_normal(uint64_t seed, uint64_t offset, uint64_t i) {
@@ -78,6 +85,7 @@ static void fill_range(void *ctx, int64_t begin, int64_t end) {
     uint32_t blk[4];
     uint64_t have = UINT64_MAX; /* the block in blk */
     double z[4];
+    const double ulp = f->kind == PA_RNG_UNIFORM && f->digits <= 32 ? ldexp(1.0, -f->digits) : 0;
     for (int64_t i = begin; i < end; i++, walk_next(f, &w)) {
         char *dst = f->out + w.off * (int64_t)es;
         const uint64_t u = (uint64_t)i;
@@ -105,7 +113,7 @@ static void fill_range(void *ctx, int64_t begin, int64_t end) {
                     have = u >> 2;
                     pa_rng_block(f->seed, f->offset, have, blk);
                 }
-                v = ldexp((double)(blk[u & 3] >> (32 - f->digits)), -f->digits);
+                v = (double)(blk[u & 3] >> (32 - f->digits)) * ulp; /* exact: a power of two */
             }
             pa_cvt_store_f(dst, f->out_dtype, f->a + v * (f->b - f->a));
             break;

@@ -141,9 +141,15 @@ static int8_t view_of(const call *c, const char *name) {
     return -1;
 }
 
-static void set_fill_out(pa_rng_fill *f, const aclTensor *t) {
+static void set_fill_out(pa_rng_fill *f, const aclTensor *t, bool collapse) {
     const pa_tview v = pa_tview_of(t);
     f->out_dtype = v.dtype;
+    if (collapse && pa_tview_is_contiguous(&v)) { /* one dim: element i at offset i */
+        f->ndim = 1;
+        f->dims[0] = pa_tensor_numel(t);
+        f->strides[0] = 1;
+        return;
+    }
     f->ndim = v.ndim;
     for (int32_t d = 0; d < v.ndim; d++) {
         f->dims[d] = v.dims[d];
@@ -255,7 +261,7 @@ static int plan_fill(const call *c, rnd_plan *p) {
     default: return pa_fail(ACLNN_ERR_INNER, "%s: internal error: kernel %d", c->api, k);
     }
     if (is_empty(out)) return ACLNN_SUCCESS;
-    set_fill_out(f, out);
+    set_fill_out(f, out, f->kind != PA_RNG_BERNOULLI_T); /* prob's strides follow out's dims */
     if (f->kind == PA_RNG_BERNOULLI_T) {
         const aclTensor *prob = ptr(c, "prob");
         const pa_tview pv = pa_tview_of(prob);
@@ -376,7 +382,7 @@ static int plan_gen_mask(const call *c, rnd_plan *p) {
     pa_rng_fill *f = &p->fill;
     f->kind = PA_RNG_MASK;
     f->thr = thr;
-    set_fill_out(f, out);
+    set_fill_out(f, out, true);
     p->vout = view_of(c, "out");
     p->run = RUN_FILL;
     return ACLNN_SUCCESS;
