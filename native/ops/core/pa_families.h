@@ -6,9 +6,11 @@
 #include "kernels/map/map.h"
 #include "ops/core/pa_op.h"
 #include "ops/conv/pa_conv.h"
+#include "ops/foreach/pa_foreach.h"
 #include "ops/index/pa_index.h"
 #include "ops/matmul/pa_matmul.h"
 #include "ops/nn/pa_nn.h"
+#include "ops/random/pa_random.h"
 #include "ops/reduce/pa_reduce.h"
 #include "ops/shape/pa_shape.h"
 

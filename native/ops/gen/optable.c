@@ -9101,6 +9101,2274 @@ PA_API aclnnStatus aclnnTriangularSolve(void *workspace, uint64_t workspaceSize,
     return pa_executor_launch(&pa_op_TriangularSolve.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnInplaceNormal ---- */
+static const pa_param pa_params_InplaceNormal[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f16 f32 f64 s16 s32 s64 s8 u8 bool bf16 */},
+    {"mean", PA_P_FLOAT, PA_IN, 0, 0},
+    {"std", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceNormal[] = {"selfRef"};
+static const char *const pa_out_InplaceNormal[] = {"selfRef"};
+static const pa_op pa_op_InplaceNormal = {
+    .ws_api = "aclnnInplaceNormalGetWorkspaceSize",
+    .launch = {"aclnnInplaceNormal", pa_run_random, pa_in_InplaceNormal, pa_out_InplaceNormal},
+    .kernel = PA_RANDOM_NORMAL,
+    .params = pa_params_InplaceNormal,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceNormalGetWorkspaceSize(const aclTensor* selfRef, float mean, float std, int64_t seed,
+        int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)mean}, {.f = (double)std}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceNormal, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceNormal(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceNormal.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceNormalTensor ---- */
+static const pa_param pa_params_InplaceNormalTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f16 f32 f64 s16 s32 s64 s8 u8 bool bf16 */},
+    {"mean", PA_P_FLOAT, PA_IN, 0, 0},
+    {"std", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceNormalTensor[] = {"selfRef", "seedTensor", "offsetTensor"};
+static const char *const pa_out_InplaceNormalTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceNormalTensor = {
+    .ws_api = "aclnnInplaceNormalTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceNormalTensor", pa_run_random, pa_in_InplaceNormalTensor, pa_out_InplaceNormalTensor},
+    .kernel = PA_RANDOM_NORMAL_T,
+    .params = pa_params_InplaceNormalTensor,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceNormalTensorGetWorkspaceSize(const aclTensor* selfRef, float mean, float std,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)mean}, {.f = (double)std}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceNormalTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceNormalTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceNormalTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceUniform ---- */
+static const pa_param pa_params_InplaceUniform[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 */},
+    {"from", PA_P_FLOAT, PA_IN, 0, 0},
+    {"to", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceUniform[] = {"selfRef"};
+static const char *const pa_out_InplaceUniform[] = {"selfRef"};
+static const pa_op pa_op_InplaceUniform = {
+    .ws_api = "aclnnInplaceUniformGetWorkspaceSize",
+    .launch = {"aclnnInplaceUniform", pa_run_random, pa_in_InplaceUniform, pa_out_InplaceUniform},
+    .kernel = PA_RANDOM_UNIFORM,
+    .params = pa_params_InplaceUniform,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceUniformGetWorkspaceSize(const aclTensor* selfRef, double from, double to,
+        uint64_t seed, uint64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)from}, {.f = (double)to}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceUniform, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceUniform(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceUniform.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceUniformTensor ---- */
+static const pa_param pa_params_InplaceUniformTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bf16 */},
+    {"from", PA_P_FLOAT, PA_IN, 0, 0},
+    {"to", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceUniformTensor[] = {"selfRef", "seedTensor", "offsetTensor"};
+static const char *const pa_out_InplaceUniformTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceUniformTensor = {
+    .ws_api = "aclnnInplaceUniformTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceUniformTensor", pa_run_random, pa_in_InplaceUniformTensor, pa_out_InplaceUniformTensor},
+    .kernel = PA_RANDOM_UNIFORM_T,
+    .params = pa_params_InplaceUniformTensor,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceUniformTensorGetWorkspaceSize(const aclTensor* selfRef, double from, double to,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, uint64_t offset, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)from}, {.f = (double)to}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceUniformTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceUniformTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceUniformTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceRandom ---- */
+static const pa_param pa_params_InplaceRandom[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 s8 u8 bool f64 bf16 c64 c128 */},
+    {"from", PA_P_INT, PA_IN, 0, 0},
+    {"to", PA_P_INT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceRandom[] = {"selfRef"};
+static const char *const pa_out_InplaceRandom[] = {"selfRef"};
+static const pa_op pa_op_InplaceRandom = {
+    .ws_api = "aclnnInplaceRandomGetWorkspaceSize",
+    .launch = {"aclnnInplaceRandom", pa_run_random, pa_in_InplaceRandom, pa_out_InplaceRandom},
+    .kernel = PA_RANDOM_RANDOM,
+    .params = pa_params_InplaceRandom,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceRandomGetWorkspaceSize(const aclTensor* selfRef, int64_t from, int64_t to,
+        int64_t seed, int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.i = (int64_t)from}, {.i = (int64_t)to}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceRandom, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceRandom(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceRandom.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceRandomTensor ---- */
+static const pa_param pa_params_InplaceRandomTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8031a5f) /* f32 s32 s64 f16 s16 s8 u8 bool f64 bf16 c64 c128 */},
+    {"from", PA_P_INT, PA_IN, 0, 0},
+    {"to", PA_P_INT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceRandomTensor[] = {"selfRef", "seedTensor", "offsetTensor"};
+static const char *const pa_out_InplaceRandomTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceRandomTensor = {
+    .ws_api = "aclnnInplaceRandomTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceRandomTensor", pa_run_random, pa_in_InplaceRandomTensor, pa_out_InplaceRandomTensor},
+    .kernel = PA_RANDOM_RANDOM_T,
+    .params = pa_params_InplaceRandomTensor,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceRandomTensorGetWorkspaceSize(const aclTensor* selfRef, int64_t from, int64_t to,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.i = (int64_t)from}, {.i = (int64_t)to}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceRandomTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceRandomTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceRandomTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnBernoulli ---- */
+static const pa_param pa_params_Bernoulli[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+};
+static const char *const pa_in_Bernoulli[] = {"self"};
+static const char *const pa_out_Bernoulli[] = {"out"};
+static const pa_op pa_op_Bernoulli = {
+    .ws_api = "aclnnBernoulliGetWorkspaceSize",
+    .launch = {"aclnnBernoulli", pa_run_random, pa_in_Bernoulli, pa_out_Bernoulli},
+    .kernel = PA_RANDOM_BERNOULLI,
+    .params = pa_params_Bernoulli,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnBernoulliGetWorkspaceSize(const aclTensor* self, const aclScalar* prob, int64_t seed,
+        int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_Bernoulli, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnBernoulli(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Bernoulli.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnBernoulliTensor ---- */
+static const pa_param pa_params_BernoulliTensor[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+};
+static const char *const pa_in_BernoulliTensor[] = {"self", "prob"};
+static const char *const pa_out_BernoulliTensor[] = {"out"};
+static const pa_op pa_op_BernoulliTensor = {
+    .ws_api = "aclnnBernoulliTensorGetWorkspaceSize",
+    .launch = {"aclnnBernoulliTensor", pa_run_random, pa_in_BernoulliTensor, pa_out_BernoulliTensor},
+    .kernel = PA_RANDOM_BERNOULLI_T,
+    .params = pa_params_BernoulliTensor,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnBernoulliTensorGetWorkspaceSize(const aclTensor* self, const aclTensor* prob, int64_t seed,
+        int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_BernoulliTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnBernoulliTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_BernoulliTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceBernoulli ---- */
+static const pa_param pa_params_InplaceBernoulli[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_SCALAR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceBernoulli[] = {"selfRef"};
+static const char *const pa_out_InplaceBernoulli[] = {"selfRef"};
+static const pa_op pa_op_InplaceBernoulli = {
+    .ws_api = "aclnnInplaceBernoulliGetWorkspaceSize",
+    .launch = {"aclnnInplaceBernoulli", pa_run_random, pa_in_InplaceBernoulli, pa_out_InplaceBernoulli},
+    .kernel = PA_RANDOM_BERNOULLI,
+    .params = pa_params_InplaceBernoulli,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceBernoulliGetWorkspaceSize(const aclTensor* selfRef, const aclScalar* prob,
+        int64_t seed, int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceBernoulli, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceBernoulli(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceBernoulli.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceBernoulliTensor ---- */
+static const pa_param pa_params_InplaceBernoulliTensor[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f32 s32 s64 f16 s16 s8 u8 f64 bool bf16 */},
+    {"prob", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceBernoulliTensor[] = {"selfRef", "prob"};
+static const char *const pa_out_InplaceBernoulliTensor[] = {"selfRef"};
+static const pa_op pa_op_InplaceBernoulliTensor = {
+    .ws_api = "aclnnInplaceBernoulliTensorGetWorkspaceSize",
+    .launch = {"aclnnInplaceBernoulliTensor", pa_run_random, pa_in_InplaceBernoulliTensor, pa_out_InplaceBernoulliTensor},
+    .kernel = PA_RANDOM_BERNOULLI_T,
+    .params = pa_params_InplaceBernoulliTensor,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceBernoulliTensorGetWorkspaceSize(const aclTensor* selfRef, const aclTensor* prob,
+        int64_t seed, int64_t offset, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}};
+    return pa_op_plan(&pa_op_InplaceBernoulliTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceBernoulliTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceBernoulliTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnRandperm ---- */
+static const pa_param pa_params_Randperm[] = {
+    {"n", PA_P_INT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000a5f) /* f32 f16 s32 f64 s64 s8 u8 s16 bf16 */},
+};
+static const char *const pa_out_Randperm[] = {"out"};
+static const pa_op pa_op_Randperm = {
+    .ws_api = "aclnnRandpermGetWorkspaceSize",
+    .launch = {"aclnnRandperm", pa_run_random, NULL, pa_out_Randperm},
+    .kernel = PA_RANDOM_RANDPERM,
+    .params = pa_params_Randperm,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnRandpermGetWorkspaceSize(int64_t n, int64_t seed, int64_t offset, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.i = (int64_t)n}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_Randperm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnRandperm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Randperm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMultinomial ---- */
+static const pa_param pa_params_Multinomial[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"numsamples", PA_P_INT, PA_IN, 0, 0},
+    {"replacement", PA_P_BOOL, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x200) /* s64 */},
+};
+static const char *const pa_in_Multinomial[] = {"self"};
+static const char *const pa_out_Multinomial[] = {"out"};
+static const pa_op pa_op_Multinomial = {
+    .ws_api = "aclnnMultinomialGetWorkspaceSize",
+    .launch = {"aclnnMultinomial", pa_run_random, pa_in_Multinomial, pa_out_Multinomial},
+    .kernel = PA_RANDOM_MULTINOMIAL,
+    .params = pa_params_Multinomial,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMultinomialGetWorkspaceSize(const aclTensor* self, int64_t numsamples, bool replacement,
+        int64_t seed, int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)numsamples}, {.b = replacement}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_Multinomial, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMultinomial(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Multinomial.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMultinomialTensor ---- */
+static const pa_param pa_params_MultinomialTensor[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+    {"numsamples", PA_P_INT, PA_IN, 0, 0},
+    {"replacement", PA_P_BOOL, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x200) /* s64 */},
+};
+static const char *const pa_in_MultinomialTensor[] = {"self", "seedTensor", "offsetTensor"};
+static const char *const pa_out_MultinomialTensor[] = {"out"};
+static const pa_op pa_op_MultinomialTensor = {
+    .ws_api = "aclnnMultinomialTensorGetWorkspaceSize",
+    .launch = {"aclnnMultinomialTensor", pa_run_random, pa_in_MultinomialTensor, pa_out_MultinomialTensor},
+    .kernel = PA_RANDOM_MULTINOMIAL_T,
+    .params = pa_params_MultinomialTensor,
+    .nparams = 7,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMultinomialTensorGetWorkspaceSize(const aclTensor* self, int64_t numsamples, bool replacement,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)numsamples}, {.b = replacement}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_MultinomialTensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMultinomialTensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MultinomialTensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutGenMask ---- */
+static const pa_param pa_params_DropoutGenMask[] = {
+    {"shape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x10) /* u8 */},
+};
+static const char *const pa_out_DropoutGenMask[] = {"out"};
+static const pa_op pa_op_DropoutGenMask = {
+    .ws_api = "aclnnDropoutGenMaskGetWorkspaceSize",
+    .launch = {"aclnnDropoutGenMask", pa_run_random, NULL, pa_out_DropoutGenMask},
+    .kernel = PA_RANDOM_GEN_MASK,
+    .params = pa_params_DropoutGenMask,
+    .nparams = 5,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutGenMaskGetWorkspaceSize(const aclIntArray* shape, double prob, int64_t seed,
+        int64_t offset, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = shape}, {.f = (double)prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutGenMask, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutGenMask(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutGenMask.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutGenMaskV2 ---- */
+static const pa_param pa_params_DropoutGenMaskV2[] = {
+    {"shape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seed", PA_P_INT, PA_IN, 0, 0},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"probDataType", PA_P_DTYPE, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x10) /* u8 */},
+};
+static const char *const pa_out_DropoutGenMaskV2[] = {"out"};
+static const pa_op pa_op_DropoutGenMaskV2 = {
+    .ws_api = "aclnnDropoutGenMaskV2GetWorkspaceSize",
+    .launch = {"aclnnDropoutGenMaskV2", pa_run_random, NULL, pa_out_DropoutGenMaskV2},
+    .kernel = PA_RANDOM_GEN_MASK_V2,
+    .params = pa_params_DropoutGenMaskV2,
+    .nparams = 6,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutGenMaskV2GetWorkspaceSize(const aclIntArray* shape, double prob, int64_t seed,
+        int64_t offset, aclDataType probDataType, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = shape}, {.f = (double)prob}, {.i = (int64_t)seed}, {.i = (int64_t)offset}, {.i = (int64_t)probDataType}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutGenMaskV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutGenMaskV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutGenMaskV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutGenMaskV2Tensor ---- */
+static const pa_param pa_params_DropoutGenMaskV2Tensor[] = {
+    {"shape", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"seedTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offsetTensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x200) /* s64 */},
+    {"offset", PA_P_INT, PA_IN, 0, 0},
+    {"probDataType", PA_P_DTYPE, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x10) /* u8 */},
+};
+static const char *const pa_in_DropoutGenMaskV2Tensor[] = {"seedTensor", "offsetTensor"};
+static const char *const pa_out_DropoutGenMaskV2Tensor[] = {"out"};
+static const pa_op pa_op_DropoutGenMaskV2Tensor = {
+    .ws_api = "aclnnDropoutGenMaskV2TensorGetWorkspaceSize",
+    .launch = {"aclnnDropoutGenMaskV2Tensor", pa_run_random, pa_in_DropoutGenMaskV2Tensor, pa_out_DropoutGenMaskV2Tensor},
+    .kernel = PA_RANDOM_GEN_MASK_V2_T,
+    .params = pa_params_DropoutGenMaskV2Tensor,
+    .nparams = 7,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutGenMaskV2TensorGetWorkspaceSize(const aclIntArray* shape, double prob,
+        const aclTensor* seedTensor, const aclTensor* offsetTensor, int64_t offset, aclDataType probDataType,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = shape}, {.f = (double)prob}, {.p = seedTensor}, {.p = offsetTensor}, {.i = (int64_t)offset}, {.i = (int64_t)probDataType}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutGenMaskV2Tensor, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutGenMaskV2Tensor(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutGenMaskV2Tensor.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDropoutDoMask ---- */
+static const pa_param pa_params_DropoutDoMask[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mask", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x10) /* u8 */},
+    {"prob", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8030803) /* f32 f16 bf16 f64 c64 c128 */},
+};
+static const char *const pa_in_DropoutDoMask[] = {"self", "mask"};
+static const char *const pa_out_DropoutDoMask[] = {"out"};
+static const pa_op pa_op_DropoutDoMask = {
+    .ws_api = "aclnnDropoutDoMaskGetWorkspaceSize",
+    .launch = {"aclnnDropoutDoMask", pa_run_random, pa_in_DropoutDoMask, pa_out_DropoutDoMask},
+    .kernel = PA_RANDOM_DO_MASK,
+    .params = pa_params_DropoutDoMask,
+    .nparams = 4,
+    .plan = pa_plan_random,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDropoutDoMaskGetWorkspaceSize(const aclTensor* self, const aclTensor* mask, double prob,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = mask}, {.f = (double)prob}, {.p = out}};
+    return pa_op_plan(&pa_op_DropoutDoMask, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDropoutDoMask(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_DropoutDoMask.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAbs ---- */
+static const pa_param pa_params_ForeachAbs[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+};
+static const pa_op pa_op_ForeachAbs = {
+    .ws_api = "aclnnForeachAbsGetWorkspaceSize",
+    .launch = {"aclnnForeachAbs", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ABS,
+    .params = pa_params_ForeachAbs,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAbsGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAbs, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAbs(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAbs.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachNeg ---- */
+static const pa_param pa_params_ForeachNeg[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 s32 bf16 s16 s8 u8 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 s32 bf16 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachNeg = {
+    .ws_api = "aclnnForeachNegGetWorkspaceSize",
+    .launch = {"aclnnForeachNeg", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_NEG,
+    .params = pa_params_ForeachNeg,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachNegGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachNeg, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachNeg(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachNeg.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachExp ---- */
+static const pa_param pa_params_ForeachExp[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000057) /* bf16 f16 f32 s16 s8 u8 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000057) /* bf16 f16 f32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachExp = {
+    .ws_api = "aclnnForeachExpGetWorkspaceSize",
+    .launch = {"aclnnForeachExp", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_EXP,
+    .params = pa_params_ForeachExp,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachExpGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachExp, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachExp(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachExp.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachExpm1 ---- */
+static const pa_param pa_params_ForeachExpm1[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000057) /* bf16 f16 f32 s16 s8 u8 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000057) /* bf16 f16 f32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachExpm1 = {
+    .ws_api = "aclnnForeachExpm1GetWorkspaceSize",
+    .launch = {"aclnnForeachExpm1", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_EXPM1,
+    .params = pa_params_ForeachExpm1,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachExpm1GetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachExpm1, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachExpm1(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachExpm1.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachLog ---- */
+static const pa_param pa_params_ForeachLog[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+};
+static const pa_op pa_op_ForeachLog = {
+    .ws_api = "aclnnForeachLogGetWorkspaceSize",
+    .launch = {"aclnnForeachLog", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_LOG,
+    .params = pa_params_ForeachLog,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachLogGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachLog, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachLog(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachLog.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachLog2 ---- */
+static const pa_param pa_params_ForeachLog2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+};
+static const pa_op pa_op_ForeachLog2 = {
+    .ws_api = "aclnnForeachLog2GetWorkspaceSize",
+    .launch = {"aclnnForeachLog2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_LOG2,
+    .params = pa_params_ForeachLog2,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachLog2GetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachLog2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachLog2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachLog2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachLog10 ---- */
+static const pa_param pa_params_ForeachLog10[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+};
+static const pa_op pa_op_ForeachLog10 = {
+    .ws_api = "aclnnForeachLog10GetWorkspaceSize",
+    .launch = {"aclnnForeachLog10", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_LOG10,
+    .params = pa_params_ForeachLog10,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachLog10GetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachLog10, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachLog10(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachLog10.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachLog1p ---- */
+static const pa_param pa_params_ForeachLog1p[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+};
+static const pa_op pa_op_ForeachLog1p = {
+    .ws_api = "aclnnForeachLog1pGetWorkspaceSize",
+    .launch = {"aclnnForeachLog1p", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_LOG1P,
+    .params = pa_params_ForeachLog1p,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachLog1pGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachLog1p, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachLog1p(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachLog1p.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSin ---- */
+static const pa_param pa_params_ForeachSin[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachSin = {
+    .ws_api = "aclnnForeachSinGetWorkspaceSize",
+    .launch = {"aclnnForeachSin", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SIN,
+    .params = pa_params_ForeachSin,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSinGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSin, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSin.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachCos ---- */
+static const pa_param pa_params_ForeachCos[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+};
+static const pa_op pa_op_ForeachCos = {
+    .ws_api = "aclnnForeachCosGetWorkspaceSize",
+    .launch = {"aclnnForeachCos", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_COS,
+    .params = pa_params_ForeachCos,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachCosGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachCos, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachCos(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachCos.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachTan ---- */
+static const pa_param pa_params_ForeachTan[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachTan = {
+    .ws_api = "aclnnForeachTanGetWorkspaceSize",
+    .launch = {"aclnnForeachTan", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_TAN,
+    .params = pa_params_ForeachTan,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachTanGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachTan, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachTan(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachTan.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachTanh ---- */
+static const pa_param pa_params_ForeachTanh[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachTanh = {
+    .ws_api = "aclnnForeachTanhGetWorkspaceSize",
+    .launch = {"aclnnForeachTanh", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_TANH,
+    .params = pa_params_ForeachTanh,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachTanhGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachTanh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachTanh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachTanh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachErf ---- */
+static const pa_param pa_params_ForeachErf[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* bf16 f16 f32 */},
+};
+static const pa_op pa_op_ForeachErf = {
+    .ws_api = "aclnnForeachErfGetWorkspaceSize",
+    .launch = {"aclnnForeachErf", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ERF,
+    .params = pa_params_ForeachErf,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachErfGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachErf, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachErf(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachErf.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSigmoid ---- */
+static const pa_param pa_params_ForeachSigmoid[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachSigmoid = {
+    .ws_api = "aclnnForeachSigmoidGetWorkspaceSize",
+    .launch = {"aclnnForeachSigmoid", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SIGMOID,
+    .params = pa_params_ForeachSigmoid,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSigmoidGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSigmoid, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSigmoid(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSigmoid.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSign ---- */
+static const pa_param pa_params_ForeachSign[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800020f) /* f32 f16 bf16 s8 s32 s64 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800020f) /* f32 f16 bf16 s8 s32 s64 */},
+};
+static const pa_op pa_op_ForeachSign = {
+    .ws_api = "aclnnForeachSignGetWorkspaceSize",
+    .launch = {"aclnnForeachSign", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SIGN,
+    .params = pa_params_ForeachSign,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSignGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSign, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSign(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSign.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachReciprocal ---- */
+static const pa_param pa_params_ForeachReciprocal[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachReciprocal = {
+    .ws_api = "aclnnForeachReciprocalGetWorkspaceSize",
+    .launch = {"aclnnForeachReciprocal", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_RECIPROCAL,
+    .params = pa_params_ForeachReciprocal,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachReciprocalGetWorkspaceSize(const aclTensorList* x, const aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachReciprocal, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachReciprocal(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachReciprocal.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSqrt ---- */
+static const pa_param pa_params_ForeachSqrt[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachSqrt = {
+    .ws_api = "aclnnForeachSqrtGetWorkspaceSize",
+    .launch = {"aclnnForeachSqrt", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SQRT,
+    .params = pa_params_ForeachSqrt,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSqrtGetWorkspaceSize(const aclTensorList* x, aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSqrt, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSqrt(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSqrt.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachCopy ---- */
+static const pa_param pa_params_ForeachCopy[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8001bdf) /* f32 f16 bf16 s8 u8 s16 u16 s32 u32 s64 f64 bool */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8001bdf) /* f32 f16 bf16 s8 u8 s16 u16 s32 u32 s64 f64 bool */},
+};
+static const pa_op pa_op_ForeachCopy = {
+    .ws_api = "aclnnForeachCopyGetWorkspaceSize",
+    .launch = {"aclnnForeachCopy", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_COPY,
+    .params = pa_params_ForeachCopy,
+    .nparams = 2,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachCopyGetWorkspaceSize(const aclTensorList* x, aclTensorList* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachCopy, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachCopy(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachCopy.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachZeroInplace ---- */
+static const pa_param pa_params_ForeachZeroInplace[] = {
+    {"x", PA_P_TENSOR_LIST, PA_INOUT, 0, UINT64_C(0x800004b) /* f32 f16 bf16 s16 s32 */},
+};
+static const pa_op pa_op_ForeachZeroInplace = {
+    .ws_api = "aclnnForeachZeroInplaceGetWorkspaceSize",
+    .launch = {"aclnnForeachZeroInplace", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ZERO_INPLACE,
+    .params = pa_params_ForeachZeroInplace,
+    .nparams = 1,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachZeroInplaceGetWorkspaceSize(const aclTensorList* x, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}};
+    return pa_op_plan(&pa_op_ForeachZeroInplace, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachZeroInplace(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachZeroInplace.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddScalar ---- */
+static const pa_param pa_params_ForeachAddScalar[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachAddScalar = {
+    .ws_api = "aclnnForeachAddScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachAddScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADD_SCALAR,
+    .params = pa_params_ForeachAddScalar,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddScalarGetWorkspaceSize(const aclTensorList* x, const aclTensor* scalar,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddScalarV2 ---- */
+static const pa_param pa_params_ForeachAddScalarV2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachAddScalarV2 = {
+    .ws_api = "aclnnForeachAddScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachAddScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADD_SCALAR_V2,
+    .params = pa_params_ForeachAddScalarV2,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddScalarV2GetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddScalarList ---- */
+static const pa_param pa_params_ForeachAddScalarList[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_SCALAR_LIST, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachAddScalarList = {
+    .ws_api = "aclnnForeachAddScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachAddScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADD_SCALAR_LIST,
+    .params = pa_params_ForeachAddScalarList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddScalarListGetWorkspaceSize(const aclTensorList* x, const aclScalarList* scalars,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSubScalar ---- */
+static const pa_param pa_params_ForeachSubScalar[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachSubScalar = {
+    .ws_api = "aclnnForeachSubScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachSubScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SUB_SCALAR,
+    .params = pa_params_ForeachSubScalar,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSubScalarGetWorkspaceSize(const aclTensorList* x, const aclTensor* scalar,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSubScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSubScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSubScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSubScalarV2 ---- */
+static const pa_param pa_params_ForeachSubScalarV2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachSubScalarV2 = {
+    .ws_api = "aclnnForeachSubScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachSubScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SUB_SCALAR_V2,
+    .params = pa_params_ForeachSubScalarV2,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSubScalarV2GetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSubScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSubScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSubScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSubScalarList ---- */
+static const pa_param pa_params_ForeachSubScalarList[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_SCALAR_LIST, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachSubScalarList = {
+    .ws_api = "aclnnForeachSubScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachSubScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SUB_SCALAR_LIST,
+    .params = pa_params_ForeachSubScalarList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSubScalarListGetWorkspaceSize(const aclTensorList* x, const aclScalarList* scalars,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSubScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSubScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSubScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMulScalar ---- */
+static const pa_param pa_params_ForeachMulScalar[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMulScalar = {
+    .ws_api = "aclnnForeachMulScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachMulScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MUL_SCALAR,
+    .params = pa_params_ForeachMulScalar,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMulScalarGetWorkspaceSize(const aclTensorList* x, const aclTensor* scalar,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMulScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMulScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMulScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMulScalarV2 ---- */
+static const pa_param pa_params_ForeachMulScalarV2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMulScalarV2 = {
+    .ws_api = "aclnnForeachMulScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachMulScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MUL_SCALAR_V2,
+    .params = pa_params_ForeachMulScalarV2,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMulScalarV2GetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMulScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMulScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMulScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMulScalarList ---- */
+static const pa_param pa_params_ForeachMulScalarList[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_SCALAR_LIST, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMulScalarList = {
+    .ws_api = "aclnnForeachMulScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachMulScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MUL_SCALAR_LIST,
+    .params = pa_params_ForeachMulScalarList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMulScalarListGetWorkspaceSize(const aclTensorList* x, const aclScalarList* scalars,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMulScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMulScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMulScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachDivScalar ---- */
+static const pa_param pa_params_ForeachDivScalar[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachDivScalar = {
+    .ws_api = "aclnnForeachDivScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachDivScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_DIV_SCALAR,
+    .params = pa_params_ForeachDivScalar,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachDivScalarGetWorkspaceSize(const aclTensorList* x, const aclTensor* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachDivScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachDivScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachDivScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachDivScalarV2 ---- */
+static const pa_param pa_params_ForeachDivScalarV2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachDivScalarV2 = {
+    .ws_api = "aclnnForeachDivScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachDivScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_DIV_SCALAR_V2,
+    .params = pa_params_ForeachDivScalarV2,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachDivScalarV2GetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachDivScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachDivScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachDivScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachDivScalarList ---- */
+static const pa_param pa_params_ForeachDivScalarList[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalars", PA_P_SCALAR_LIST, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachDivScalarList = {
+    .ws_api = "aclnnForeachDivScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachDivScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_DIV_SCALAR_LIST,
+    .params = pa_params_ForeachDivScalarList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachDivScalarListGetWorkspaceSize(const aclTensorList* x, const aclScalarList* scalars,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachDivScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachDivScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachDivScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMaximumScalar ---- */
+static const pa_param pa_params_ForeachMaximumScalar[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMaximumScalar = {
+    .ws_api = "aclnnForeachMaximumScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachMaximumScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MAXIMUM_SCALAR,
+    .params = pa_params_ForeachMaximumScalar,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMaximumScalarGetWorkspaceSize(const aclTensorList* x, const aclTensor* scalar,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMaximumScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMaximumScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMaximumScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMaximumScalarV2 ---- */
+static const pa_param pa_params_ForeachMaximumScalarV2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMaximumScalarV2 = {
+    .ws_api = "aclnnForeachMaximumScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachMaximumScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MAXIMUM_SCALAR_V2,
+    .params = pa_params_ForeachMaximumScalarV2,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMaximumScalarV2GetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMaximumScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMaximumScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMaximumScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMaximumScalarList ---- */
+static const pa_param pa_params_ForeachMaximumScalarList[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_SCALAR_LIST, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMaximumScalarList = {
+    .ws_api = "aclnnForeachMaximumScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachMaximumScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MAXIMUM_SCALAR_LIST,
+    .params = pa_params_ForeachMaximumScalarList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMaximumScalarListGetWorkspaceSize(const aclTensorList* x, const aclScalarList* scalars,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMaximumScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMaximumScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMaximumScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMinimumScalar ---- */
+static const pa_param pa_params_ForeachMinimumScalar[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMinimumScalar = {
+    .ws_api = "aclnnForeachMinimumScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachMinimumScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MINIMUM_SCALAR,
+    .params = pa_params_ForeachMinimumScalar,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMinimumScalarGetWorkspaceSize(const aclTensorList* x, const aclTensor* scalar,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMinimumScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMinimumScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMinimumScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMinimumScalarV2 ---- */
+static const pa_param pa_params_ForeachMinimumScalarV2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMinimumScalarV2 = {
+    .ws_api = "aclnnForeachMinimumScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachMinimumScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MINIMUM_SCALAR_V2,
+    .params = pa_params_ForeachMinimumScalarV2,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMinimumScalarV2GetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMinimumScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMinimumScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMinimumScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMinimumScalarList ---- */
+static const pa_param pa_params_ForeachMinimumScalarList[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_SCALAR_LIST, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMinimumScalarList = {
+    .ws_api = "aclnnForeachMinimumScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachMinimumScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MINIMUM_SCALAR_LIST,
+    .params = pa_params_ForeachMinimumScalarList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMinimumScalarListGetWorkspaceSize(const aclTensorList* x, const aclScalarList* scalars,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMinimumScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMinimumScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMinimumScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachPowScalar ---- */
+static const pa_param pa_params_ForeachPowScalar[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachPowScalar = {
+    .ws_api = "aclnnForeachPowScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachPowScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_POW_SCALAR,
+    .params = pa_params_ForeachPowScalar,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachPowScalarGetWorkspaceSize(const aclTensorList* x, const aclTensor* scalar,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachPowScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachPowScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachPowScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachPowScalarV2 ---- */
+static const pa_param pa_params_ForeachPowScalarV2[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachPowScalarV2 = {
+    .ws_api = "aclnnForeachPowScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachPowScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_POW_SCALAR_V2,
+    .params = pa_params_ForeachPowScalarV2,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachPowScalarV2GetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachPowScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachPowScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachPowScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachPowScalarList ---- */
+static const pa_param pa_params_ForeachPowScalarList[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_SCALAR_LIST, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachPowScalarList = {
+    .ws_api = "aclnnForeachPowScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachPowScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_POW_SCALAR_LIST,
+    .params = pa_params_ForeachPowScalarList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachPowScalarListGetWorkspaceSize(const aclTensorList* x, const aclScalarList* scalars,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachPowScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachPowScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachPowScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMulList ---- */
+static const pa_param pa_params_ForeachMulList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachMulList = {
+    .ws_api = "aclnnForeachMulListGetWorkspaceSize",
+    .launch = {"aclnnForeachMulList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MUL_LIST,
+    .params = pa_params_ForeachMulList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMulListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMulList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMulList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMulList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachDivList ---- */
+static const pa_param pa_params_ForeachDivList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachDivList = {
+    .ws_api = "aclnnForeachDivListGetWorkspaceSize",
+    .launch = {"aclnnForeachDivList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_DIV_LIST,
+    .params = pa_params_ForeachDivList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachDivListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachDivList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachDivList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachDivList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMaximumList ---- */
+static const pa_param pa_params_ForeachMaximumList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMaximumList = {
+    .ws_api = "aclnnForeachMaximumListGetWorkspaceSize",
+    .launch = {"aclnnForeachMaximumList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MAXIMUM_LIST,
+    .params = pa_params_ForeachMaximumList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMaximumListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMaximumList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMaximumList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMaximumList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachMinimumList ---- */
+static const pa_param pa_params_ForeachMinimumList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachMinimumList = {
+    .ws_api = "aclnnForeachMinimumListGetWorkspaceSize",
+    .launch = {"aclnnForeachMinimumList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_MINIMUM_LIST,
+    .params = pa_params_ForeachMinimumList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachMinimumListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachMinimumList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachMinimumList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachMinimumList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachPowList ---- */
+static const pa_param pa_params_ForeachPowList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachPowList = {
+    .ws_api = "aclnnForeachPowListGetWorkspaceSize",
+    .launch = {"aclnnForeachPowList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_POW_LIST,
+    .params = pa_params_ForeachPowList,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachPowListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachPowList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachPowList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachPowList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddList ---- */
+static const pa_param pa_params_ForeachAddList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"alpha", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachAddList = {
+    .ws_api = "aclnnForeachAddListGetWorkspaceSize",
+    .launch = {"aclnnForeachAddList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADD_LIST,
+    .params = pa_params_ForeachAddList,
+    .nparams = 4,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensor* alpha, aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = alpha}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddListV2 ---- */
+static const pa_param pa_params_ForeachAddListV2[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"alpha", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachAddListV2 = {
+    .ws_api = "aclnnForeachAddListV2GetWorkspaceSize",
+    .launch = {"aclnnForeachAddListV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADD_LIST_V2,
+    .params = pa_params_ForeachAddListV2,
+    .nparams = 4,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddListV2GetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclScalar* alpha, aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = alpha}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddListV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddListV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddListV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSubList ---- */
+static const pa_param pa_params_ForeachSubList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"alpha", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachSubList = {
+    .ws_api = "aclnnForeachSubListGetWorkspaceSize",
+    .launch = {"aclnnForeachSubList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SUB_LIST,
+    .params = pa_params_ForeachSubList,
+    .nparams = 4,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSubListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensor* alpha, const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = alpha}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSubList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSubList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSubList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachSubListV2 ---- */
+static const pa_param pa_params_ForeachSubListV2[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+    {"alpha", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800005f) /* f32 f16 bf16 s32 s16 s8 u8 */},
+};
+static const pa_op pa_op_ForeachSubListV2 = {
+    .ws_api = "aclnnForeachSubListV2GetWorkspaceSize",
+    .launch = {"aclnnForeachSubListV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_SUB_LIST_V2,
+    .params = pa_params_ForeachSubListV2,
+    .nparams = 4,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachSubListV2GetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclScalar* alpha, aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = alpha}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachSubListV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachSubListV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachSubListV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcmulScalar ---- */
+static const pa_param pa_params_ForeachAddcmulScalar[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachAddcmulScalar = {
+    .ws_api = "aclnnForeachAddcmulScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachAddcmulScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCMUL_SCALAR,
+    .params = pa_params_ForeachAddcmulScalar,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcmulScalarGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclTensor* scalar, const aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcmulScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcmulScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcmulScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcmulScalarList ---- */
+static const pa_param pa_params_ForeachAddcmulScalarList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachAddcmulScalarList = {
+    .ws_api = "aclnnForeachAddcmulScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachAddcmulScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCMUL_SCALAR_LIST,
+    .params = pa_params_ForeachAddcmulScalarList,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcmulScalarListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclTensor* scalars, const aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcmulScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcmulScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcmulScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcmulList ---- */
+static const pa_param pa_params_ForeachAddcmulList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalars", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachAddcmulList = {
+    .ws_api = "aclnnForeachAddcmulListGetWorkspaceSize",
+    .launch = {"aclnnForeachAddcmulList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCMUL_LIST,
+    .params = pa_params_ForeachAddcmulList,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcmulListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclTensor* scalars, const aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcmulList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcmulList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcmulList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcmulScalarV2 ---- */
+static const pa_param pa_params_ForeachAddcmulScalarV2[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x800000b) /* f32 f16 bf16 s32 */},
+};
+static const pa_op pa_op_ForeachAddcmulScalarV2 = {
+    .ws_api = "aclnnForeachAddcmulScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachAddcmulScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCMUL_SCALAR_V2,
+    .params = pa_params_ForeachAddcmulScalarV2,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcmulScalarV2GetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclScalar* scalar, aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcmulScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcmulScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcmulScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcdivScalar ---- */
+static const pa_param pa_params_ForeachAddcdivScalar[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalar", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachAddcdivScalar = {
+    .ws_api = "aclnnForeachAddcdivScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachAddcdivScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCDIV_SCALAR,
+    .params = pa_params_ForeachAddcdivScalar,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcdivScalarGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclTensor* scalar, aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcdivScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcdivScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcdivScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcdivScalarList ---- */
+static const pa_param pa_params_ForeachAddcdivScalarList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalars", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachAddcdivScalarList = {
+    .ws_api = "aclnnForeachAddcdivScalarListGetWorkspaceSize",
+    .launch = {"aclnnForeachAddcdivScalarList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCDIV_SCALAR_LIST,
+    .params = pa_params_ForeachAddcdivScalarList,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcdivScalarListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclTensor* scalars, aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcdivScalarList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcdivScalarList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcdivScalarList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcdivList ---- */
+static const pa_param pa_params_ForeachAddcdivList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalars", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachAddcdivList = {
+    .ws_api = "aclnnForeachAddcdivListGetWorkspaceSize",
+    .launch = {"aclnnForeachAddcdivList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCDIV_LIST,
+    .params = pa_params_ForeachAddcdivList,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcdivListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclTensor* scalars, const aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalars}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcdivList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcdivList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcdivList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachAddcdivScalarV2 ---- */
+static const pa_param pa_params_ForeachAddcdivScalarV2[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x3", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachAddcdivScalarV2 = {
+    .ws_api = "aclnnForeachAddcdivScalarV2GetWorkspaceSize",
+    .launch = {"aclnnForeachAddcdivScalarV2", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_ADDCDIV_SCALAR_V2,
+    .params = pa_params_ForeachAddcdivScalarV2,
+    .nparams = 5,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachAddcdivScalarV2GetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* x3, const aclScalar* scalar, aclTensorList* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = x3}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachAddcdivScalarV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachAddcdivScalarV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachAddcdivScalarV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachLerpScalar ---- */
+static const pa_param pa_params_ForeachLerpScalar[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"weight", PA_P_SCALAR, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachLerpScalar = {
+    .ws_api = "aclnnForeachLerpScalarGetWorkspaceSize",
+    .launch = {"aclnnForeachLerpScalar", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_LERP_SCALAR,
+    .params = pa_params_ForeachLerpScalar,
+    .nparams = 4,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachLerpScalarGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclScalar* weight, aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = weight}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachLerpScalar, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachLerpScalar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachLerpScalar.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachLerpList ---- */
+static const pa_param pa_params_ForeachLerpList[] = {
+    {"x1", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"x2", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"weight", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachLerpList = {
+    .ws_api = "aclnnForeachLerpListGetWorkspaceSize",
+    .launch = {"aclnnForeachLerpList", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_LERP_LIST,
+    .params = pa_params_ForeachLerpList,
+    .nparams = 4,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachLerpListGetWorkspaceSize(const aclTensorList* x1, const aclTensorList* x2,
+        const aclTensorList* weight, aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x1}, {.p = x2}, {.p = weight}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachLerpList, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachLerpList(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachLerpList.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachNorm ---- */
+static const pa_param pa_params_ForeachNorm[] = {
+    {"x", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"scalar", PA_P_SCALAR, PA_IN, 0, UINT64_C(0xa01) /* f32 f64 s64 */},
+    {"out", PA_P_TENSOR_LIST, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const pa_op pa_op_ForeachNorm = {
+    .ws_api = "aclnnForeachNormGetWorkspaceSize",
+    .launch = {"aclnnForeachNorm", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_NORM,
+    .params = pa_params_ForeachNorm,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachNormGetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
+        const aclTensorList* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = x}, {.p = scalar}, {.p = out}};
+    return pa_op_plan(&pa_op_ForeachNorm, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachNorm(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachNorm.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnForeachNonFiniteCheckAndUnscale ---- */
+static const pa_param pa_params_ForeachNonFiniteCheckAndUnscale[] = {
+    {"scaledGrads", PA_P_TENSOR_LIST, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"foundInf", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x1) /* f32 */},
+    {"invScale", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x1) /* f32 */},
+};
+static const pa_op pa_op_ForeachNonFiniteCheckAndUnscale = {
+    .ws_api = "aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize",
+    .launch = {"aclnnForeachNonFiniteCheckAndUnscale", pa_run_foreach, NULL, NULL},
+    .kernel = PA_FOREACH_NON_FINITE_CHECK_AND_UNSCALE,
+    .params = pa_params_ForeachNonFiniteCheckAndUnscale,
+    .nparams = 3,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize(const aclTensorList* scaledGrads,
+        const aclTensor* foundInf, const aclTensor* invScale, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = scaledGrads}, {.p = foundInf}, {.p = invScale}};
+    return pa_op_plan(&pa_op_ForeachNonFiniteCheckAndUnscale, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnForeachNonFiniteCheckAndUnscale(void *workspace, uint64_t workspaceSize,
+        aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ForeachNonFiniteCheckAndUnscale.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnApplyAdamWV2 ---- */
+static const pa_param pa_params_ApplyAdamWV2[] = {
+    {"varRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"mRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"vRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"maxGradNormOptionalRef", PA_P_TENSOR, PA_INOUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"grad", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"step", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x201) /* f32 s64 */},
+    {"lr", PA_P_FLOAT, PA_IN, 0, 0},
+    {"beta1", PA_P_FLOAT, PA_IN, 0, 0},
+    {"beta2", PA_P_FLOAT, PA_IN, 0, 0},
+    {"weightDecay", PA_P_FLOAT, PA_IN, 0, 0},
+    {"eps", PA_P_FLOAT, PA_IN, 0, 0},
+    {"amsgrad", PA_P_BOOL, PA_IN, 0, 0},
+    {"maximize", PA_P_BOOL, PA_IN, 0, 0},
+};
+static const char *const pa_in_ApplyAdamWV2[] = {"varRef", "mRef", "vRef", "maxGradNormOptionalRef", "grad", "step"};
+static const char *const pa_out_ApplyAdamWV2[] = {"varRef", "mRef", "vRef", "maxGradNormOptionalRef"};
+static const pa_op pa_op_ApplyAdamWV2 = {
+    .ws_api = "aclnnApplyAdamWV2GetWorkspaceSize",
+    .launch = {"aclnnApplyAdamWV2", pa_run_foreach, pa_in_ApplyAdamWV2, pa_out_ApplyAdamWV2},
+    .kernel = PA_FOREACH_APPLY_ADAM_W_V2,
+    .params = pa_params_ApplyAdamWV2,
+    .nparams = 13,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnApplyAdamWV2GetWorkspaceSize(aclTensor* varRef, aclTensor* mRef, aclTensor* vRef,
+        aclTensor* maxGradNormOptionalRef, const aclTensor* grad, const aclTensor* step, float lr, float beta1,
+        float beta2, float weightDecay, float eps, bool amsgrad, bool maximize, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = varRef}, {.p = mRef}, {.p = vRef}, {.p = maxGradNormOptionalRef}, {.p = grad}, {.p = step}, {.f = (double)lr}, {.f = (double)beta1}, {.f = (double)beta2}, {.f = (double)weightDecay}, {.f = (double)eps}, {.b = amsgrad}, {.b = maximize}};
+    return pa_op_plan(&pa_op_ApplyAdamWV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnApplyAdamWV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ApplyAdamWV2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAmpUpdateScale ---- */
+static const pa_param pa_params_AmpUpdateScale[] = {
+    {"currentScale", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"growthTracker", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8) /* s32 */},
+    {"foundInf", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"growthFactor", PA_P_FLOAT, PA_IN, 0, 0},
+    {"backoffFactor", PA_P_FLOAT, PA_IN, 0, 0},
+    {"growthInterval", PA_P_INT, PA_IN, 0, 0},
+    {"updatedScale", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"updatedGrowthTracker", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8) /* s32 */},
+};
+static const char *const pa_in_AmpUpdateScale[] = {"currentScale", "growthTracker", "foundInf"};
+static const char *const pa_out_AmpUpdateScale[] = {"updatedScale", "updatedGrowthTracker"};
+static const pa_op pa_op_AmpUpdateScale = {
+    .ws_api = "aclnnAmpUpdateScaleGetWorkspaceSize",
+    .launch = {"aclnnAmpUpdateScale", pa_run_foreach, pa_in_AmpUpdateScale, pa_out_AmpUpdateScale},
+    .kernel = PA_FOREACH_AMP_UPDATE_SCALE,
+    .params = pa_params_AmpUpdateScale,
+    .nparams = 8,
+    .plan = pa_plan_foreach,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnAmpUpdateScaleGetWorkspaceSize(const aclTensor* currentScale, const aclTensor* growthTracker,
+        const aclTensor* foundInf, double growthFactor, double backoffFactor, int64_t growthInterval,
+        const aclTensor* updatedScale, const aclTensor* updatedGrowthTracker, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = currentScale}, {.p = growthTracker}, {.p = foundInf}, {.f = (double)growthFactor}, {.f = (double)backoffFactor}, {.i = (int64_t)growthInterval}, {.p = updatedScale}, {.p = updatedGrowthTracker}};
+    return pa_op_plan(&pa_op_AmpUpdateScale, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAmpUpdateScale(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_AmpUpdateScale.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnGroupedMatmulV3 ---- */
 static const pa_param pa_params_GroupedMatmulV3[] = {
     {"x", PA_P_TENSOR_LIST, PA_IN, 0, 0},
