@@ -22,6 +22,7 @@
 #define BR PA_ATTN_BR
 #define BC PA_ATTN_BC
 #define BAND_INF ((int64_t)1 << 62)
+#define SMALL_M 16 /* row blocks this small take the keys-as-rows score product */
 
 const pa_attn_rows *pa_attn_rows_for(pa_isa isa) {
 #if defined(PA_HAVE_X86_KERNELS)
@@ -153,16 +154,30 @@ static void scores(const pa_attn_args *a, const rowblk *r, int64_t j0, int64_t n
                    const pa_attn_rows *rows) {
     pa_gemm_args g;
     pa_gemm_init(&g);
-    g.m = r->m;
-    g.n = nb;
-    g.k = a->Dk;
-    g.a = mat_of(&a->q, r->b, r->n0, r->i0, r->heads, false);
-    g.b = mat_of(&a->k, r->b, r->g, j0, false, true);
-    g.c = out_f32(S, BC);
     const bool pse = a->pse.p != NULL;
+    const bool swap = r->m <= SMALL_M;
+    if (swap) {
+        /* few rows (decode): S^T = K @ Q^T, the keys as GEMM rows (contiguous
+         * panels); the same chain per element (fma and the bf16 pair step are
+         * symmetric in their two factors), so the same bits */
+        g.m = nb;
+        g.n = r->m;
+        g.k = a->Dk;
+        g.a = mat_of(&a->k, r->b, r->g, j0, false, false);
+        g.b = mat_of(&a->q, r->b, r->n0, r->i0, r->heads, true);
+        g.c = out_f32(S, 1);
+        g.c.cs = BC;
+    } else {
+        g.m = r->m;
+        g.n = nb;
+        g.k = a->Dk;
+        g.a = mat_of(&a->q, r->b, r->n0, r->i0, r->heads, false);
+        g.b = mat_of(&a->k, r->b, r->g, j0, false, true);
+        g.c = out_f32(S, BC);
+    }
     if (pse && a->pse_mode == PA_ATTN_PSE_OUTER) {
         g.alpha = a->scale;
-        g.bias = mat_of(&a->pse, r->b, r->n0, r->i0, r->heads, false);
+        g.bias = mat_of(&a->pse, r->b, r->n0, r->i0, r->heads, swap);
         g.bias.off += j0 * a->pse.sd;
         g.beta = 1.0f;
     } else if (!pse) {
