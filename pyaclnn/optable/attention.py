@@ -56,7 +56,7 @@ op("FusedInferAttentionScoreV2", "aclnn_fused_infer_attention_score_v2.h",
    "int64_t valueAntiquantMode, const aclTensor *attentionOut, const aclTensor *softmaxLse",
    family="attention", kernel="FIA", ins="f16 bf16", outs="f16 bf16",
    dtypes={"pseShiftOptional": "f16 bf16", "attenMaskOptional": "bool s8 u8", "softmaxLse": "f32"},
-   flags=("optional:softmaxLse",),
+   flags=("optional:softmaxLse", "out:softmaxLse"),
    note="the non-quantised paths: layouts BSH BSND BNSD, one K and one V tensor, GQA via numKeyValueHeads, "
         "pseShift [B,N,Sq,Skv] / [1,N,Sq,Skv] added after the scale (scale*qk + pse), attenMask [Sq,Skv] / "
         "[B,Sq,Skv] / [B,1,Sq,Skv] / [1,Sq,Skv], sparseMode 0 / 2 / 3 / 4 as FlashAttentionScore, "

@@ -11517,7 +11517,7 @@ static const pa_param pa_params_FusedInferAttentionScoreV2[] = {
     {"keyAntiquantMode", PA_P_INT, PA_IN, 0, 0},
     {"valueAntiquantMode", PA_P_INT, PA_IN, 0, 0},
     {"attentionOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000002) /* f16 bf16 */},
-    {"softmaxLse", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
+    {"softmaxLse", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
 };
 static const pa_op pa_op_FusedInferAttentionScoreV2 = {
     .ws_api = "aclnnFusedInferAttentionScoreV2GetWorkspaceSize",
