@@ -136,7 +136,9 @@ class TestFp32(TestCase):
             cpu_err = rel(pb[k], pc[k])
             if cpu_err > 1e-5:  # the CPU's own fp32 result is noise here
                 noisy.append(k)
-                self.assertLessEqual(rel(pa[k], pc[k]), 4 * cpu_err + 1e-6, (k, r, cpu_err))
+                # within the 1e-4 of the CPU run, or no farther from float64 than 4x the CPU's own error
+                if r > 1e-4:
+                    self.assertLessEqual(rel(pa[k], pc[k]), 4 * cpu_err + 1e-6, (k, r, cpu_err))
             else:
                 self.assertLessEqual(r, 1e-4, k)
                 worst = max(worst, r)
