@@ -5,7 +5,11 @@
  * ulps of the float64 product. Usage: test_gemm [cases] [seed]. */
 #define _GNU_SOURCE
 /* the suite builds at -O0: the kernels and the reference need the optimiser to be quick */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#pragma GCC optimize("O1") /* under a sanitizer -O2 of the SIMD files costs a minute and a half */
+#else
 #pragma GCC optimize("O2")
+#endif
 #if defined(__x86_64__) && !defined(PA_HAVE_X86_KERNELS)
 #define PA_HAVE_X86_KERNELS 1
 #endif
