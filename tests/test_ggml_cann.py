@@ -14,6 +14,10 @@ scratch), and runs ``test-backend-ops test -b CANN0 -o OP`` one op per process, 
   test-backend-ops runs on CANN0 passes: none fails, none aborts the process. A line may
   narrow an op's cases with a ``-p`` regex, to leave out cases where ggml-cann itself is
   wrong (the line's comment says how); the op must still run some case.
+* ``test_llama_archs[NZ]``: llama.cpp's ``test-llama-archs -b CANN0 -s 42`` (small random
+  models of every architecture, logits against the CPU backend) for the architectures in
+  ``tests/ggml_archs_expected.txt``, flash attention off, with ggml-cann's NZ weights off
+  (roundtrip checked too) and on: every listed arch OK, none aborts (about a minute each).
 
 Without network and without a cached sdist the tests skip, printing why; every other
 problem (pip failing for another reason, a compile or link error) fails them.
@@ -31,6 +35,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 JUDGE = REPO / "tools" / "ggml_judge.py"
 EXPECTED = REPO / "tests" / "ggml_expected.txt"
+ARCHS_EXPECTED = REPO / "tests" / "ggml_archs_expected.txt"
 EXIT_OFFLINE = 3  # ggml_judge.py: the sdist cannot be obtained (no network, no cache)
 
 
@@ -41,6 +46,15 @@ def expected_ops():
         if line:
             ops.append(line.split()[0])  # "OP [test-backend-ops -p regex]"
     return ops
+
+
+def expected_archs():
+    names = []
+    for line in ARCHS_EXPECTED.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line.split()[0])
+    return names
 
 
 def judge(*args, timeout):
@@ -55,9 +69,9 @@ def tail(text, n=60):
 
 @pytest.fixture(scope="session")
 def ggml_build(home):
-    """Builds test-backend-ops against the installed toolkit (once per session).
-    Returns (ok, message, build info)."""
-    proc = judge("build", "--toolkit", home, timeout=3600)
+    """Builds test-backend-ops and test-llama-archs against the installed toolkit (once
+    per session). Returns (ok, message, build info)."""
+    proc = judge("build", "--archs", "--toolkit", home, timeout=3600)
     if proc.returncode == EXIT_OFFLINE:
         m = re.search(r"^ggml_judge: error: (.*)$", proc.stdout, re.M)
         pip_errors = [l for l in proc.stdout.splitlines() if l.startswith("ERROR:")]
@@ -68,7 +82,7 @@ def ggml_build(home):
         pytest.skip(reason)
     if proc.returncode != 0:
         return False, "ggml_judge.py build failed (rc %d):\n%s" % (proc.returncode, tail(proc.stdout)), None
-    m = re.search(r"built test-backend-ops in .* in (\S+)$", proc.stdout, re.M)
+    m = re.search(r"built test-backend-ops.* in .* in (\S+)$", proc.stdout, re.M)
     assert m, "no build directory in the output:\n" + tail(proc.stdout)
     with open(os.path.join(m.group(1), "judge-build.json")) as f:
         info = json.load(f)
@@ -136,3 +150,35 @@ def test_ggml_op(ggml_results, op):
     assert rec["failed"] == 0, describe(rec)
     assert rec["run"] > 0, "%s: no case ran on CANN0 (%d not supported)" % (op, rec["not_supported"])
     assert rec["passed"] == rec["run"] and rec["rc"] == 0, describe(rec)
+
+
+def escape_arch(name):
+    return re.sub(r"([.^$|?*+()\[\]{}\\])", r"\\\1", name)
+
+
+@pytest.mark.parametrize("nz", ["off", "on"])
+def test_llama_archs(ggml_build, home, tmp_path, nz):
+    ok, msg, _ = ggml_build
+    if not ok:
+        pytest.fail("test-llama-archs was not built (see test_ggml_cann_builds):\n" + msg, pytrace=False)
+    archs = expected_archs()
+    out = tmp_path / "archs.json"
+    regex = "^(?:%s)$" % "|".join(escape_arch(a) for a in archs)
+    proc = judge("archs", "--toolkit", home, "-a", regex, "--flash-attn", "off", "--weight-nz", nz,
+                 "--roundtrip", "check" if nz == "off" else "ignore", "--json", out, timeout=1800)
+    if not out.is_file():
+        pytest.fail("ggml_judge.py archs wrote no results (rc %d):\n%s" % (proc.returncode, tail(proc.stdout)),
+                    pytrace=False)
+    print(tail(proc.stdout, 8))
+    data = json.loads(out.read_text())
+    rows, verdicts = data["rows"], data["verdicts"]
+    aborted = ["%s %s: %s" % (r["arch"], r["config"], (r.get("abort") or {}).get("cann_error")
+                              or (r.get("abort") or {}).get("abort") or (r.get("abort") or {}).get("signal"))
+               for r in rows if r["status"] == "ABORT"]
+    assert not aborted, "test-llama-archs aborted in:\n" + "\n".join(aborted)
+    bad = ["%s %s: %s (NMSE %s %s, roundtrip %s)" % (r["arch"], r["config"], r["status"], r["nmse_status"], r["nmse"],
+                                                    r["roundtrip"])
+           for r in rows if r["status"] not in ("OK",)]
+    missing = [a for a in archs if a not in verdicts]
+    assert not bad and not missing, "\n".join(bad + ["not run: " + a for a in missing])
+    assert all(verdicts[a] == "OK" for a in archs), verdicts
