@@ -13,6 +13,7 @@ Usage::
     python tools/ggml_judge.py run [OP ...]          # one process per ggml op, summary table
     python tools/ggml_judge.py all [OP ...]          # fetch + build + run
     python tools/ggml_judge.py list-ops              # the ops CANN0 claims, with case counts
+    python tools/ggml_judge.py archs [-a REGEX]      # test-llama-archs on CANN0, per arch
 
     python tools/ggml_judge.py run ADD MUL GET_ROWS --json out.json --markdown out.md
     python tools/ggml_judge.py run -p 'type=f32' ADD  # only cases whose params match
@@ -79,6 +80,24 @@ run
     output. ``GGML_NO_BACKTRACE=1`` is set (ggml would attach gdb on every abort;
     ``--backtrace`` keeps it) and ``PYACLNN_NUM_THREADS`` = CPUs / jobs unless already
     set. Exit status 0 if every run op passed all its cases, 1 otherwise.
+
+archs
+    Runs ``test-llama-archs -b CANN0 -s SEED [-a REGEX]`` (``build --archs`` first): small
+    random models of every architecture, logits on CANN0 against the CPU backend (NMSE <=
+    1e-4), the causal-attention toggle (no NaN), and a save / reload roundtrip (bitwise
+    equal logits). A failing aclnn call aborts the process; the judge records the arch it
+    died in as ABORT (the CANN error, the failing call) and runs the archs after it in a new
+    process (a regex leaving out those done), so every arch gets a verdict. ``--flash-attn
+    off``: llama's flash attention off (``-fa off``; the program has no such option and its
+    default, auto, uses FLASH_ATTN_EXT wherever CANN0 claims it) through
+    ``judge-archs-shim.so``, which the judge always preloads (built by ``build --archs``
+    next to the binaries; it also flushes the program's asynchronous log at exit and
+    before an abort, so no row is lost). ``--weight-nz on|off`` sets
+    ``GGML_CANN_WEIGHT_NZ`` (ggml-cann's default is on: FRACTAL_NZ weights, whose
+    roundtrip ggml-cann breaks itself, so ``--roundtrip ignore`` leaves it out of the
+    verdict). ``--expected FILE``: exit status 1 unless every arch listed is OK; ``--json``,
+    ``--markdown``, ``--update-doc FILE`` (its archs block) write the rows. Exit status 0 if
+    no arch failed or aborted.
 
 After ``pip install .``, ``python tools/ggml_judge.py all --json /tmp/j.json`` is the
 whole judge (about 2 minutes once built); ``run --continue 400 --no-verify`` gives each
@@ -453,45 +472,82 @@ def build_locked(args, src, home, bdir):
             "build_s": round(t2 - t1, 1), "total_s": round(t2 - t0, 1),
             "binaries": {t: os.path.join(bdir, "bin", t) for t in targets}}
     if args.archs:
-        info["nofa_shim"] = build_nofa_shim(src, bdir)
+        info["archs_shim"] = build_archs_shim(src, bdir)
     with open(os.path.join(bdir, "judge-build.json"), "w") as f:
         json.dump(info, f, indent=1)
     log("built %s in %.1f s (configure %.1f s) in %s" % (", ".join(targets), t2 - t0, t1 - t0, bdir))
     return info
 
 
-# test-llama-archs has no flash-attention option (its contexts use llama's default, "auto",
-# which turns FLASH_ATTN_EXT on wherever the device claims it). `archs --flash-attn off`
-# preloads this shim, which returns llama's own defaults with flash_attn_type = DISABLED:
-# what `-fa off` does for llama-cli. Nothing else of the program or its libraries changes.
-NOFA_SHIM_C = r"""
+# Preloaded into test-llama-archs by `archs` (built by `build --archs`, next to the
+# binaries). It changes nothing the program computes:
+# * its log lines go through common_log's queue, written by a worker thread, and the
+#   logger is never flushed at exit (common/log.cpp leaks it on purpose), so the last rows,
+#   the summary, or the CANN error before an abort can be lost; the shim flushes the
+#   queue when the process exits and in ggml's abort callback (then prints the message
+#   as ggml would, without the backtrace);
+# * test-llama-archs has no flash-attention option (its contexts use llama's default,
+#   "auto", which turns FLASH_ATTN_EXT on wherever the device claims it): with
+#   PYACLNN_JUDGE_FLASH_ATTN=off its llama_context_default_params returns llama's own
+#   defaults with flash_attn_type = DISABLED, which is what `-fa off` does for llama-cli.
+ARCHS_SHIM_C = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "llama.h"
+
+typedef void *(*log_main_fn)(void);
+typedef void (*log_pause_fn)(void *);
+typedef void (*abort_cb_fn)(const char *);
+typedef abort_cb_fn (*set_abort_cb_fn)(abort_cb_fn);
+
+static void flush_log(void) {
+    /* common_log_main() / common_log_pause(common_log *) of libllama-common */
+    log_main_fn m = (log_main_fn)dlsym(RTLD_DEFAULT, "_Z15common_log_mainv");
+    log_pause_fn p = (log_pause_fn)dlsym(RTLD_DEFAULT, "_Z16common_log_pauseP10common_log");
+    if (m != NULL && p != NULL) p(m());
+    fflush(stdout);
+}
+
+static void on_abort(const char *msg) {
+    flush_log();
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+}
+
+__attribute__((constructor)) static void shim_init(void) {
+    set_abort_cb_fn set = (set_abort_cb_fn)dlsym(RTLD_DEFAULT, "ggml_set_abort_callback");
+    if (set != NULL) set(on_abort);
+}
+
+__attribute__((destructor)) static void shim_fini(void) { flush_log(); }
+
 struct llama_context_params llama_context_default_params(void) {
     typedef struct llama_context_params (*fn)(void);
     fn real = (fn)dlsym(RTLD_NEXT, "llama_context_default_params");
     struct llama_context_params p = real();
-    p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    const char *fa = getenv("PYACLNN_JUDGE_FLASH_ATTN");
+    if (fa != NULL && strcmp(fa, "off") == 0) p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     return p;
 }
 """
 
 
-def build_nofa_shim(src, bdir):
-    out = os.path.join(bdir, "judge-nofa.so")
-    c = os.path.join(bdir, "judge-nofa.c")
+def build_archs_shim(src, bdir):
+    out = os.path.join(bdir, "judge-archs-shim.so")
+    c = os.path.join(bdir, "judge-archs-shim.c")
     with open(c, "w") as f:
-        f.write(NOFA_SHIM_C)
+        f.write(ARCHS_SHIM_C)
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
-        raise JudgeError("no C compiler for the flash-attention-off shim")
+        raise JudgeError("no C compiler for the test-llama-archs shim")
     cmd = [cc, "-shared", "-fPIC", "-O2", "-I", os.path.join(src, "include"), "-I",
            os.path.join(src, "ggml", "include"), c, "-o", out, "-ldl"]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     if proc.returncode != 0:
-        raise JudgeError("building the flash-attention-off shim failed:\n%s" % proc.stdout)
+        raise JudgeError("building the test-llama-archs shim failed:\n%s" % proc.stdout)
     return out
 
 
@@ -1108,11 +1164,11 @@ def archs_env(args, home):
     env = run_env(args, 1)
     if args.weight_nz is not None:
         env["GGML_CANN_WEIGHT_NZ"] = args.weight_nz
-    if args.flash_attn == "off":
-        shim = os.path.join(build_dir(args, home), "judge-nofa.so")
-        if not os.path.isfile(shim):
-            raise JudgeError("%s is not built; run `%s build --archs` first" % (shim, sys.argv[0]))
-        env["LD_PRELOAD"] = (shim + " " + env["LD_PRELOAD"]) if env.get("LD_PRELOAD") else shim
+    shim = os.path.join(build_dir(args, home), "judge-archs-shim.so")
+    if not os.path.isfile(shim):
+        raise JudgeError("%s is not built; run `%s build --archs` first" % (shim, sys.argv[0]))
+    env["LD_PRELOAD"] = (shim + " " + env["LD_PRELOAD"]) if env.get("LD_PRELOAD") else shim
+    env["PYACLNN_JUDGE_FLASH_ATTN"] = args.flash_attn
     return env
 
 
@@ -1211,6 +1267,7 @@ def arch_problem(r, width=160):
     if r["roundtrip"] == "FAIL":
         parts.append("roundtrip logits not bitwise equal" + ("" if r.get("roundtrip_judged", True) else " (not judged)"))
     s = " ".join("; ".join(parts).split())
+    s = re.sub(r"0x[0-9a-f]{6,}", "0x...", s)  # addresses differ from run to run
     return s if len(s) <= width else s[:width - 3] + "..."
 
 
@@ -1225,7 +1282,7 @@ def archs_markdown(rows, meta):
     v = archs_verdicts(rows)
     counts = {k: sorted(a for a, s in v.items() if s == k) for k in ("OK", "FAIL", "ABORT", "SKIP")}
     md += ["", "test-llama-archs (llama.cpp from llama-cpp-python %s), %s, seed %s, flash attention %s, "
-           "GGML_CANN_WEIGHT_NZ %s: %d archs: %d OK, %d FAIL, %d ABORT, %d SKIP (the test skips them); "
+           "GGML_CANN_WEIGHT_NZ %s: %d archs: %d OK, %d FAIL, %d ABORT, %d skipped by the test itself; "
            "%d processes, wall %.0f s." % (VERSION, meta["date"], meta["seed"], meta["flash_attn"],
                                          meta["weight_nz"] or "on (default)", len(v), len(counts["OK"]),
                                          len(counts["FAIL"]), len(counts["ABORT"]), len(counts["SKIP"]),
