@@ -1206,8 +1206,10 @@ def run_archs(binary, args, env):
         if how is None:
             break
         # The abort message continues the row's line (the config part had no newline).
+        # Its log lines start with a time stamp and a level ("0.00.142.650 E ").
+        plain = re.sub(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ", "", text, flags=re.M)
         info = abort_info(re.sub(r"^(\|[^|\n]*\|[^|\n]*\|\s*(?:Dense|MoE)\|)(?=[^\s\x1b])", r"\1\n",
-                                 text, flags=re.M))
+                                 plain, flags=re.M))
         m = re.search(r"^encountered runtime error: (.*)$", ANSI_RE.sub("", text), re.M)
         if m and "abort" not in info and "cann_error" not in info:
             info["abort"] = "runtime error: " + m.group(1).strip()
