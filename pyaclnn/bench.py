@@ -878,7 +878,97 @@ def bench_nn(name, shape, dt_name, runs, rng, with_torch):
     return res
 
 
-GROUPS = ("smsb", "smsf", "nsa", "overhead", "ew", "reduce", "mm", "nn")
+def bench_attn_train(B, N, S, D, dt_name, runs, rng, with_torch):
+    """aclnnFlashAttentionScore + aclnnFlashAttentionScoreGrad, causal (sparseMode 2, as
+    torch_npu's scaled_dot_product_attention calls them; repeatable executors on device
+    buffers) against torch CPU's scaled_dot_product_attention forward + backward."""
+    from ._ffi import ffi, lib
+    dt = DTYPES[dt_name]
+    q, k, v, dy = (pyaclnn.Tensor(rng.standard_normal((B, N, S, D)).astype(np.float32).astype(dt))
+                   for _ in range(4))
+    mask = pyaclnn.Tensor(np.triu(np.ones((2048, 2048), np.bool_), 1))
+    mx, sm = (pyaclnn.Tensor.empty((B, N, S, 8), np.float32) for _ in range(2))
+    out, dq, dk, dv = (pyaclnn.Tensor.empty((B, N, S, D), dt) for _ in range(4))
+    layout = ffi.new("char[]", b"BNSD")
+    NULL = ffi.NULL
+    big, scale = 2147483647, 1.0 / np.sqrt(D)
+    fwd, fdestroy = _plan_op("FlashAttentionScore", q, k, v, NULL, NULL, NULL, mask, NULL, scale, 1.0, big, 0, N,
+                             layout, 0, 2, mx, sm, NULL, out)
+    fwd()
+    bwd, bdestroy = _plan_op("FlashAttentionScoreGrad", q, k, v, dy, NULL, NULL, NULL, mask, mx, sm, NULL, out,
+                             NULL, scale, 1.0, big, 0, N, layout, 0, 2, dq, dk, dv, NULL)
+    fns = [lambda: (fwd(), bwd())]
+    if with_torch and torch is not None:
+        tdt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dt_name]
+        tq, tk, tv = (torch.randn(B, N, S, D, dtype=tdt).requires_grad_() for _ in range(3))
+        tdy = torch.randn(B, N, S, D, dtype=tdt)
+
+        def peer():
+            for t in (tq, tk, tv):
+                t.grad = None
+            torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True).backward(tdy)
+        fns.append(peer)
+    try:
+        times = _blocked_median_times(fns, runs)
+    finally:
+        fdestroy()
+        bdestroy()
+        for t in (q, k, v, dy, mask, mx, sm, out, dq, dk, dv):
+            t.close()
+    res = {"ours_s": times[0]}
+    if len(times) > 1:
+        res["torch_s"] = times[1]
+    return res
+
+
+def bench_attn_decode(B, N, Nkv, S, D, runs, rng):
+    """aclnnFusedInferAttentionScoreV2 for one query token per batch (decode, BNSD, fp16,
+    GQA) over an S-token KV cache; bytes = the K and V caches read."""
+    from ._ffi import ffi, lib
+    dt = np.dtype(np.float16)
+    q = pyaclnn.Tensor(rng.standard_normal((B, N, 1, D)).astype(dt))
+    k, v = (pyaclnn.Tensor(rng.standard_normal((B, Nkv, S, D)).astype(dt)) for _ in range(2))
+    out = pyaclnn.Tensor.empty((B, N, 1, D), dt)
+    kl = lib.aclCreateTensorList(ffi.new("aclTensor *[]", [k.handle]), 1)
+    vl = lib.aclCreateTensorList(ffi.new("aclTensor *[]", [v.handle]), 1)
+    layout = ffi.new("char[]", b"BNSD")
+    NULL = ffi.NULL
+    launch, destroy = _plan_op("FusedInferAttentionScoreV2", q, kl, vl, NULL, NULL, NULL, NULL, *([NULL] * 17), N,
+                               1.0 / np.sqrt(D), 65535, 65535, layout, Nkv, 0, 0, 0, 0, False, 0, 0, out, NULL)
+    try:
+        t = _blocked_median_times([launch], runs)[0]
+    finally:
+        destroy()
+        lib.aclDestroyTensorList(kl)
+        lib.aclDestroyTensorList(vl)
+        q.close()
+        out.close()
+    nbytes = 2 * B * Nkv * S * D * dt.itemsize
+    return {"ours_s": t, "bytes": nbytes, "gbps": nbytes / t / 1e9}
+
+
+def _attn_rows(args, runs, rng, with_torch, triad, rows, results):
+    """The attn group: FlashAttentionScore fwd+bwd (bf16, causal) against torch's
+    scaled_dot_product_attention fwd+bwd; FusedInferAttentionScoreV2 decode against triad."""
+    B, N, S, D = (1, 16, 2048, 128) if not args.quick else (1, 4, 2048, 128)
+    r = bench_attn_train(B, N, S, D, "bf16", max(3, runs // 3), rng, with_torch)
+    label = f"FlashAttentionScore fwd+bwd bf16 causal [{B},{N},{S},{D}]"
+    results["cases"][label] = r
+    flops = 7.0 * B * N * S * S * D  # causal: fwd 2 and bwd 5 products of S*S/2 x D, 2 FLOP each
+    ratio = r["torch_s"] / r["ours_s"] if "torch_s" in r else None
+    rows.append(_row(label, r["ours_s"] * 1e3, r["torch_s"] * 1e3 if ratio else None, ratio,
+                     f"{flops / r['ours_s'] / 1e9:.1f} GFLOP/s", None, ">= 1.5x torch sdpa fwd+bwd",
+                     ratio is not None and ratio >= 1.5))
+    B, N, Nkv, S, D = (4, 32, 8, 4096, 128) if not args.quick else (2, 32, 8, 4096, 128)
+    r = bench_attn_decode(B, N, Nkv, S, D, runs, rng)
+    label = f"FusedInferAttentionScoreV2 decode fp16 B={B} N={N}/{Nkv} Skv={S} D={D}"
+    results["cases"][label] = r
+    frac = r["gbps"] / triad
+    rows.append(_row(label, r["ours_s"] * 1e3, None, None, f"{r['gbps']:.1f} GB/s KV", frac, ">= 50% triad",
+                     frac >= 0.5))
+
+
+GROUPS = ("smsb", "smsf", "nsa", "overhead", "ew", "reduce", "mm", "nn", "attn")
 
 
 def main(argv=None) -> int:
@@ -891,7 +981,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", choices=GROUPS,
                     help="run only these groups (repeatable): softmax backward / forward, NSA, small-op "
                          "overhead, elementwise operators, reductions, matrix products, nn (softmax and "
-                         "the norms)")
+                         "the norms), attention (FlashAttentionScore fwd+bwd, FusedInferAttentionScoreV2 decode)")
     ap.add_argument("--e2e", action="store_true",
                     help="only the end-to-end rows (numpy in, numpy out through pyaclnn.ops) with the "
                          "op-only and PyTorch rows they are compared with")
@@ -1111,6 +1201,9 @@ def main(argv=None) -> int:
 
         if "mm" in groups:
             _mm_rows(args, runs, rng, with_torch, threads, tmp, triad, peak, rows, results)
+
+        if "attn" in groups:
+            _attn_rows(args, runs, rng, with_torch, triad, rows, results)
 
         us = small_op_overhead_us(tmp, args.quick) if "overhead" in groups else None
         if us is not None:

@@ -19,6 +19,9 @@ static aclError run(const char *api, const char *opType, int numInputs, const ac
                     aclDataBuffer *const outputs[], const aclopAttr *attr, aclopEngineType engineType,
                     aclrtStream stream) {
     if (opType == NULL) return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: opType must not be NULL", api);
+    /* One info line per call (ASCEND_GLOBAL_LOG_LEVEL 0 or 1): how a test counts the ops a
+     * framework sends to the single-op API instead of aclnn (tests/torch_npu/npu_models.py). */
+    aclAppLog(ACL_INFO, api, __FILE__, __LINE__, "single-op API call: op type %.128s", opType);
     if (engineType != ACL_ENGINE_SYS && engineType != ACL_ENGINE_AICORE && engineType != ACL_ENGINE_VECTOR) {
         return pa_rt_fail(ACL_ERROR_INVALID_PARAM, "%s: engineType must be an aclopEngineType (0..2), got %d", api,
                           (int)engineType);

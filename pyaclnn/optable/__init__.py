@@ -1,6 +1,6 @@
 """The aclnn operator table: every operator pyaclnn knows, described once
 (one module per family: elementwise, reduce, shape, index, matmul, nn, conv, random,
-foreach, later).
+foreach, attention, later).
 
 Each row names the operator, the vendor header that declares it, its
 parameters exactly as CANN declares them (without the trailing
@@ -181,7 +181,7 @@ def _planned(name, header, params, family, issue=23, **kw):
 
 
 # The table, by family (one module each; each operator appears once).
-from . import elementwise, reduce, shape, index, matmul, nn, conv, random, foreach, later  # noqa: E402,F401
+from . import elementwise, reduce, shape, index, matmul, nn, conv, random, foreach, attention, later  # noqa: E402,F401
 from .later import EMPTY_HEADERS  # noqa: E402
 
 

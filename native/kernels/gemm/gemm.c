@@ -349,8 +349,8 @@ static const gm_tier *gm_tier_for(pa_isa isa) {
 static pthread_key_t g_gm_key;
 static pthread_once_t g_gm_once = PTHREAD_ONCE_INIT;
 static bool g_gm_key_ok;
-static _Thread_local void *tl_gm_buf;
-static _Thread_local size_t tl_gm_cap;
+static PA_THREAD_LOCAL void *tl_gm_buf;
+static PA_THREAD_LOCAL size_t tl_gm_cap;
 
 static void gm_key_free(void *p) { pa_free_aligned(p); }
 static void gm_key_init(void) { g_gm_key_ok = pthread_key_create(&g_gm_key, gm_key_free) == 0; }

@@ -19,7 +19,7 @@
 #include "cpu/pa_cpu.h"
 
 #define PA_RED_MAX_DIMS 8
-#define PA_RED_LANES 16
+#define PA_RED_LANES 64
 #define PA_RED_BLOCK 4096
 
 typedef enum pa_red_kind {

@@ -5,6 +5,7 @@
 
 #include "kernels/map/map.h"
 #include "ops/core/pa_op.h"
+#include "ops/attention/pa_attention.h"
 #include "ops/conv/pa_conv.h"
 #include "ops/foreach/pa_foreach.h"
 #include "ops/index/pa_index.h"

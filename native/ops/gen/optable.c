@@ -11369,6 +11369,190 @@ PA_API aclnnStatus aclnnAmpUpdateScale(void *workspace, uint64_t workspaceSize, 
     return pa_executor_launch(&pa_op_AmpUpdateScale.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnFlashAttentionScore ---- */
+static const pa_param pa_params_FlashAttentionScore[] = {
+    {"query", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"key", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"value", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"realShiftOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"dropMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x10) /* u8 */},
+    {"paddingMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"attenMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x1010) /* bool u8 */},
+    {"prefixOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
+    {"scaleValue", PA_P_FLOAT, PA_IN, 0, 0},
+    {"keepProb", PA_P_FLOAT, PA_IN, 0, 0},
+    {"preTokens", PA_P_INT, PA_IN, 0, 0},
+    {"nextTokens", PA_P_INT, PA_IN, 0, 0},
+    {"headNum", PA_P_INT, PA_IN, 0, 0},
+    {"inputLayout", PA_P_STRING, PA_IN, 0, 0},
+    {"innerPrecise", PA_P_INT, PA_IN, 0, 0},
+    {"sparseMode", PA_P_INT, PA_IN, 0, 0},
+    {"softmaxMaxOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1) /* f32 */},
+    {"softmaxSumOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x1) /* f32 */},
+    {"softmaxOutOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"attentionOutOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+};
+static const char *const pa_in_FlashAttentionScore[] = {"query", "key", "value", "realShiftOptional", "dropMaskOptional", "paddingMaskOptional", "attenMaskOptional"};
+static const char *const pa_out_FlashAttentionScore[] = {"softmaxMaxOut", "softmaxSumOut", "softmaxOutOut", "attentionOutOut"};
+static const pa_op pa_op_FlashAttentionScore = {
+    .ws_api = "aclnnFlashAttentionScoreGetWorkspaceSize",
+    .launch = {"aclnnFlashAttentionScore", pa_run_attention, pa_in_FlashAttentionScore, pa_out_FlashAttentionScore},
+    .kernel = PA_ATTENTION_FA_FWD,
+    .params = pa_params_FlashAttentionScore,
+    .nparams = 20,
+    .plan = pa_plan_attention,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnFlashAttentionScoreGetWorkspaceSize(const aclTensor* query, const aclTensor* key,
+        const aclTensor* value, const aclTensor* realShiftOptional, const aclTensor* dropMaskOptional,
+        const aclTensor* paddingMaskOptional, const aclTensor* attenMaskOptional, const aclIntArray* prefixOptional,
+        double scaleValue, double keepProb, int64_t preTokens, int64_t nextTokens, int64_t headNum, char* inputLayout,
+        int64_t innerPrecise, int64_t sparseMode, const aclTensor* softmaxMaxOut, const aclTensor* softmaxSumOut,
+        const aclTensor* softmaxOutOut, const aclTensor* attentionOutOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = query}, {.p = key}, {.p = value}, {.p = realShiftOptional}, {.p = dropMaskOptional}, {.p = paddingMaskOptional}, {.p = attenMaskOptional}, {.p = prefixOptional}, {.f = (double)scaleValue}, {.f = (double)keepProb}, {.i = (int64_t)preTokens}, {.i = (int64_t)nextTokens}, {.i = (int64_t)headNum}, {.p = inputLayout}, {.i = (int64_t)innerPrecise}, {.i = (int64_t)sparseMode}, {.p = softmaxMaxOut}, {.p = softmaxSumOut}, {.p = softmaxOutOut}, {.p = attentionOutOut}};
+    return pa_op_plan(&pa_op_FlashAttentionScore, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnFlashAttentionScore(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_FlashAttentionScore.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnFlashAttentionScoreGrad ---- */
+static const pa_param pa_params_FlashAttentionScoreGrad[] = {
+    {"query", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"keyIn", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"value", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"dy", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"pseShiftOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"dropMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x10) /* u8 */},
+    {"paddingMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"attenMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x1010) /* bool u8 */},
+    {"softmaxMaxOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
+    {"softmaxSumOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
+    {"softmaxInOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"attentionInOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"prefixOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
+    {"scaleValue", PA_P_FLOAT, PA_IN, 0, 0},
+    {"keepProb", PA_P_FLOAT, PA_IN, 0, 0},
+    {"preTokens", PA_P_INT, PA_IN, 0, 0},
+    {"nextTokens", PA_P_INT, PA_IN, 0, 0},
+    {"headNum", PA_P_INT, PA_IN, 0, 0},
+    {"inputLayout", PA_P_STRING, PA_IN, 0, 0},
+    {"innerPrecise", PA_P_INT, PA_IN, 0, 0},
+    {"sparseMode", PA_P_INT, PA_IN, 0, 0},
+    {"dqOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"dkOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"dvOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+    {"dpseOut", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f16 bf16 f32 */},
+};
+static const char *const pa_in_FlashAttentionScoreGrad[] = {"query", "keyIn", "value", "dy", "pseShiftOptional", "dropMaskOptional", "paddingMaskOptional", "attenMaskOptional", "softmaxMaxOptional", "softmaxSumOptional", "softmaxInOptional", "attentionInOptional"};
+static const char *const pa_out_FlashAttentionScoreGrad[] = {"dqOut", "dkOut", "dvOut", "dpseOut"};
+static const pa_op pa_op_FlashAttentionScoreGrad = {
+    .ws_api = "aclnnFlashAttentionScoreGradGetWorkspaceSize",
+    .launch = {"aclnnFlashAttentionScoreGrad", pa_run_attention, pa_in_FlashAttentionScoreGrad, pa_out_FlashAttentionScoreGrad},
+    .kernel = PA_ATTENTION_FA_BWD,
+    .params = pa_params_FlashAttentionScoreGrad,
+    .nparams = 25,
+    .plan = pa_plan_attention,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnFlashAttentionScoreGradGetWorkspaceSize(const aclTensor* query, const aclTensor* keyIn,
+        const aclTensor* value, const aclTensor* dy, const aclTensor* pseShiftOptional,
+        const aclTensor* dropMaskOptional, const aclTensor* paddingMaskOptional, const aclTensor* attenMaskOptional,
+        const aclTensor* softmaxMaxOptional, const aclTensor* softmaxSumOptional, const aclTensor* softmaxInOptional,
+        const aclTensor* attentionInOptional, const aclIntArray* prefixOptional, double scaleValue, double keepProb,
+        int64_t preTokens, int64_t nextTokens, int64_t headNum, char* inputLayout, int64_t innerPrecise,
+        int64_t sparseMode, const aclTensor* dqOut, const aclTensor* dkOut, const aclTensor* dvOut,
+        const aclTensor* dpseOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = query}, {.p = keyIn}, {.p = value}, {.p = dy}, {.p = pseShiftOptional}, {.p = dropMaskOptional}, {.p = paddingMaskOptional}, {.p = attenMaskOptional}, {.p = softmaxMaxOptional}, {.p = softmaxSumOptional}, {.p = softmaxInOptional}, {.p = attentionInOptional}, {.p = prefixOptional}, {.f = (double)scaleValue}, {.f = (double)keepProb}, {.i = (int64_t)preTokens}, {.i = (int64_t)nextTokens}, {.i = (int64_t)headNum}, {.p = inputLayout}, {.i = (int64_t)innerPrecise}, {.i = (int64_t)sparseMode}, {.p = dqOut}, {.p = dkOut}, {.p = dvOut}, {.p = dpseOut}};
+    return pa_op_plan(&pa_op_FlashAttentionScoreGrad, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnFlashAttentionScoreGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_FlashAttentionScoreGrad.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnFusedInferAttentionScoreV2 ---- */
+static const pa_param pa_params_FusedInferAttentionScoreV2[] = {
+    {"query", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"key", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"value", PA_P_TENSOR_LIST, PA_IN, 0, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"pseShiftOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"attenMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x1014) /* bool s8 u8 */},
+    {"actualSeqLengthsOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
+    {"actualSeqLengthsKvOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
+    {"deqScale1Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"quantScale1Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"deqScale2Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"quantScale2Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"quantOffset2Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"antiquantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"antiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"blockTableOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"queryPaddingSizeOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"kvPaddingSizeOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"keyAntiquantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"keyAntiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"valueAntiquantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"valueAntiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"keySharedPrefixOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"valueSharedPrefixOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"actualSharedPrefixLenOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
+    {"numHeads", PA_P_INT, PA_IN, 0, 0},
+    {"scaleValue", PA_P_FLOAT, PA_IN, 0, 0},
+    {"preTokens", PA_P_INT, PA_IN, 0, 0},
+    {"nextTokens", PA_P_INT, PA_IN, 0, 0},
+    {"inputLayout", PA_P_STRING, PA_IN, 0, 0},
+    {"numKeyValueHeads", PA_P_INT, PA_IN, 0, 0},
+    {"sparseMode", PA_P_INT, PA_IN, 0, 0},
+    {"innerPrecise", PA_P_INT, PA_IN, 0, 0},
+    {"blockSize", PA_P_INT, PA_IN, 0, 0},
+    {"antiquantMode", PA_P_INT, PA_IN, 0, 0},
+    {"softmaxLseFlag", PA_P_BOOL, PA_IN, 0, 0},
+    {"keyAntiquantMode", PA_P_INT, PA_IN, 0, 0},
+    {"valueAntiquantMode", PA_P_INT, PA_IN, 0, 0},
+    {"attentionOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000002) /* f16 bf16 */},
+    {"softmaxLse", PA_P_TENSOR, PA_OUT, PA_PF_OPTIONAL, UINT64_C(0x1) /* f32 */},
+};
+static const pa_op pa_op_FusedInferAttentionScoreV2 = {
+    .ws_api = "aclnnFusedInferAttentionScoreV2GetWorkspaceSize",
+    .launch = {"aclnnFusedInferAttentionScoreV2", pa_run_attention, NULL, NULL},
+    .kernel = PA_ATTENTION_FIA,
+    .params = pa_params_FusedInferAttentionScoreV2,
+    .nparams = 39,
+    .plan = pa_plan_attention,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(const aclTensor* query, const aclTensorList* key,
+        const aclTensorList* value, const aclTensor* pseShiftOptional, const aclTensor* attenMaskOptional,
+        const aclIntArray* actualSeqLengthsOptional, const aclIntArray* actualSeqLengthsKvOptional,
+        const aclTensor* deqScale1Optional, const aclTensor* quantScale1Optional, const aclTensor* deqScale2Optional,
+        const aclTensor* quantScale2Optional, const aclTensor* quantOffset2Optional,
+        const aclTensor* antiquantScaleOptional, const aclTensor* antiquantOffsetOptional,
+        const aclTensor* blockTableOptional, const aclTensor* queryPaddingSizeOptional,
+        const aclTensor* kvPaddingSizeOptional, const aclTensor* keyAntiquantScaleOptional,
+        const aclTensor* keyAntiquantOffsetOptional, const aclTensor* valueAntiquantScaleOptional,
+        const aclTensor* valueAntiquantOffsetOptional, const aclTensor* keySharedPrefixOptional,
+        const aclTensor* valueSharedPrefixOptional, const aclIntArray* actualSharedPrefixLenOptional,
+        int64_t numHeads, double scaleValue, int64_t preTokens, int64_t nextTokens, char* inputLayout,
+        int64_t numKeyValueHeads, int64_t sparseMode, int64_t innerPrecise, int64_t blockSize, int64_t antiquantMode,
+        bool softmaxLseFlag, int64_t keyAntiquantMode, int64_t valueAntiquantMode, const aclTensor* attentionOut,
+        const aclTensor* softmaxLse, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = query}, {.p = key}, {.p = value}, {.p = pseShiftOptional}, {.p = attenMaskOptional}, {.p = actualSeqLengthsOptional}, {.p = actualSeqLengthsKvOptional}, {.p = deqScale1Optional}, {.p = quantScale1Optional}, {.p = deqScale2Optional}, {.p = quantScale2Optional}, {.p = quantOffset2Optional}, {.p = antiquantScaleOptional}, {.p = antiquantOffsetOptional}, {.p = blockTableOptional}, {.p = queryPaddingSizeOptional}, {.p = kvPaddingSizeOptional}, {.p = keyAntiquantScaleOptional}, {.p = keyAntiquantOffsetOptional}, {.p = valueAntiquantScaleOptional}, {.p = valueAntiquantOffsetOptional}, {.p = keySharedPrefixOptional}, {.p = valueSharedPrefixOptional}, {.p = actualSharedPrefixLenOptional}, {.i = (int64_t)numHeads}, {.f = (double)scaleValue}, {.i = (int64_t)preTokens}, {.i = (int64_t)nextTokens}, {.p = inputLayout}, {.i = (int64_t)numKeyValueHeads}, {.i = (int64_t)sparseMode}, {.i = (int64_t)innerPrecise}, {.i = (int64_t)blockSize}, {.i = (int64_t)antiquantMode}, {.b = softmaxLseFlag}, {.i = (int64_t)keyAntiquantMode}, {.i = (int64_t)valueAntiquantMode}, {.p = attentionOut}, {.p = softmaxLse}};
+    return pa_op_plan(&pa_op_FusedInferAttentionScoreV2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnFusedInferAttentionScoreV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_FusedInferAttentionScoreV2.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnGroupedMatmulV3 ---- */
 static const pa_param pa_params_GroupedMatmulV3[] = {
     {"x", PA_P_TENSOR_LIST, PA_IN, 0, 0},
@@ -11404,79 +11588,4 @@ PA_API aclnnStatus aclnnGroupedMatmulV3GetWorkspaceSize(const aclTensorList* x, 
 PA_API aclnnStatus aclnnGroupedMatmulV3(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_GroupedMatmulV3.launch, workspace, workspaceSize, executor, stream);
-}
-
-/* ---- aclnnFusedInferAttentionScoreV2 ---- */
-static const pa_param pa_params_FusedInferAttentionScoreV2[] = {
-    {"query", PA_P_TENSOR, PA_IN, 0, 0},
-    {"key", PA_P_TENSOR_LIST, PA_IN, 0, 0},
-    {"value", PA_P_TENSOR_LIST, PA_IN, 0, 0},
-    {"pseShiftOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"attenMaskOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"actualSeqLengthsOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
-    {"actualSeqLengthsKvOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
-    {"deqScale1Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"quantScale1Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"deqScale2Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"quantScale2Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"quantOffset2Optional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"antiquantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"antiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"blockTableOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"queryPaddingSizeOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"kvPaddingSizeOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"keyAntiquantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"keyAntiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"valueAntiquantScaleOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"valueAntiquantOffsetOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"keySharedPrefixOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"valueSharedPrefixOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, 0},
-    {"actualSharedPrefixLenOptional", PA_P_INT_ARRAY, PA_IN, PA_PF_OPTIONAL, 0},
-    {"numHeads", PA_P_INT, PA_IN, 0, 0},
-    {"scaleValue", PA_P_FLOAT, PA_IN, 0, 0},
-    {"preTokens", PA_P_INT, PA_IN, 0, 0},
-    {"nextTokens", PA_P_INT, PA_IN, 0, 0},
-    {"inputLayout", PA_P_STRING, PA_IN, 0, 0},
-    {"numKeyValueHeads", PA_P_INT, PA_IN, 0, 0},
-    {"sparseMode", PA_P_INT, PA_IN, 0, 0},
-    {"innerPrecise", PA_P_INT, PA_IN, 0, 0},
-    {"blockSize", PA_P_INT, PA_IN, 0, 0},
-    {"antiquantMode", PA_P_INT, PA_IN, 0, 0},
-    {"softmaxLseFlag", PA_P_BOOL, PA_IN, 0, 0},
-    {"keyAntiquantMode", PA_P_INT, PA_IN, 0, 0},
-    {"valueAntiquantMode", PA_P_INT, PA_IN, 0, 0},
-    {"attentionOut", PA_P_TENSOR, PA_OUT, 0, 0},
-    {"softmaxLse", PA_P_TENSOR, PA_IN, 0, 0},
-};
-static const pa_op pa_op_FusedInferAttentionScoreV2 = {
-    .ws_api = "aclnnFusedInferAttentionScoreV2GetWorkspaceSize",
-    .launch = {"aclnnFusedInferAttentionScoreV2", pa_run_none, NULL, NULL},
-    .params = pa_params_FusedInferAttentionScoreV2,
-    .nparams = 39,
-    .plan = NULL,
-    .min_rank = 0,
-    .max_rank = 8,
-    .ext = NULL,
-};
-PA_API aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(const aclTensor* query, const aclTensorList* key,
-        const aclTensorList* value, const aclTensor* pseShiftOptional, const aclTensor* attenMaskOptional,
-        const aclIntArray* actualSeqLengthsOptional, const aclIntArray* actualSeqLengthsKvOptional,
-        const aclTensor* deqScale1Optional, const aclTensor* quantScale1Optional, const aclTensor* deqScale2Optional,
-        const aclTensor* quantScale2Optional, const aclTensor* quantOffset2Optional,
-        const aclTensor* antiquantScaleOptional, const aclTensor* antiquantOffsetOptional,
-        const aclTensor* blockTableOptional, const aclTensor* queryPaddingSizeOptional,
-        const aclTensor* kvPaddingSizeOptional, const aclTensor* keyAntiquantScaleOptional,
-        const aclTensor* keyAntiquantOffsetOptional, const aclTensor* valueAntiquantScaleOptional,
-        const aclTensor* valueAntiquantOffsetOptional, const aclTensor* keySharedPrefixOptional,
-        const aclTensor* valueSharedPrefixOptional, const aclIntArray* actualSharedPrefixLenOptional,
-        int64_t numHeads, double scaleValue, int64_t preTokens, int64_t nextTokens, char* inputLayout,
-        int64_t numKeyValueHeads, int64_t sparseMode, int64_t innerPrecise, int64_t blockSize, int64_t antiquantMode,
-        bool softmaxLseFlag, int64_t keyAntiquantMode, int64_t valueAntiquantMode, const aclTensor* attentionOut,
-        const aclTensor* softmaxLse, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    const pa_arg a[] = {{.p = query}, {.p = key}, {.p = value}, {.p = pseShiftOptional}, {.p = attenMaskOptional}, {.p = actualSeqLengthsOptional}, {.p = actualSeqLengthsKvOptional}, {.p = deqScale1Optional}, {.p = quantScale1Optional}, {.p = deqScale2Optional}, {.p = quantScale2Optional}, {.p = quantOffset2Optional}, {.p = antiquantScaleOptional}, {.p = antiquantOffsetOptional}, {.p = blockTableOptional}, {.p = queryPaddingSizeOptional}, {.p = kvPaddingSizeOptional}, {.p = keyAntiquantScaleOptional}, {.p = keyAntiquantOffsetOptional}, {.p = valueAntiquantScaleOptional}, {.p = valueAntiquantOffsetOptional}, {.p = keySharedPrefixOptional}, {.p = valueSharedPrefixOptional}, {.p = actualSharedPrefixLenOptional}, {.i = (int64_t)numHeads}, {.f = (double)scaleValue}, {.i = (int64_t)preTokens}, {.i = (int64_t)nextTokens}, {.p = inputLayout}, {.i = (int64_t)numKeyValueHeads}, {.i = (int64_t)sparseMode}, {.i = (int64_t)innerPrecise}, {.i = (int64_t)blockSize}, {.i = (int64_t)antiquantMode}, {.b = softmaxLseFlag}, {.i = (int64_t)keyAntiquantMode}, {.i = (int64_t)valueAntiquantMode}, {.p = attentionOut}, {.p = softmaxLse}};
-    return pa_op_plan(&pa_op_FusedInferAttentionScoreV2, a, workspaceSize, executor);
-}
-PA_API aclnnStatus aclnnFusedInferAttentionScoreV2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-        aclrtStream stream) {
-    return pa_executor_launch(&pa_op_FusedInferAttentionScoreV2.launch, workspace, workspaceSize, executor, stream);
 }

@@ -409,6 +409,10 @@ int mm_weight_size(const pa_op *op, const pa_arg *a) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensorShape dims must be positive, got %lld at %llu", api,
                            (long long)d, (unsigned long long)i);
         }
+        if (d > INT64_MAX / 2) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensorShape dim %llu is %lld, above 2^62", api,
+                           (unsigned long long)i, (long long)d);
+        }
         if (i + 2 >= n) {
             const int64_t align = (dt == ACL_FLOAT16 || dt == ACL_BF16 || i == n - 2) ? 16 : 32;
             d = (d + align - 1) / align * align;
