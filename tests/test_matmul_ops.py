@@ -569,3 +569,52 @@ def test_table_rows(runtime):
     for name in ("Mm", "BatchMatMul", "Matmul", "Mv", "Addmm", "InplaceAddmm", "Baddbmm", "InplaceBaddbmm", "Ger",
                  "WeightQuantBatchMatmulV2", "TransMatmulWeight", "CalculateMatmulWeightSizeV2"):
         assert ops[name].family == "matmul", name
+
+
+def _fp16_edge_values(rng, n):
+    """fp32 values at fp16's rounding edges: ties to even, the overflow bound 65520,
+    fp16 subnormals and their ties, signed zeros, inf and NaN, and ordinary values."""
+    edge = np.array([1 + 2 ** -11, 1 + 3 * 2 ** -11, -(1 + 2 ** -11), 65504.0, 65519.99, 65520.0, -65520.0,
+                     2 ** -24, 2 ** -25, 3 * 2 ** -25, 2 ** -14 - 2 ** -25, 1e-30, -0.0, 0.0,
+                     np.inf, -np.inf, 2049.0, 2051.0, 0.1, -0.3333333], F32)
+    v = rng.uniform(-2, 2, n).astype(F32)
+    v[rng.integers(0, n, n // 3)] = rng.choice(edge, n // 3)
+    return v
+
+
+def test_fp16_inputs_rounded_as_the_scalar_path(runtime, restore_runtime_knobs):
+    """cubeMathType 2 on fp32 operands rounds them to fp16; the SIMD tiers round the packed
+    panels (F16C) and must give the scalar path's bits, on every panel shape (partial
+    row/column panels, several k blocks, transposed operands)."""
+    rng = np.random.default_rng(7)
+    shapes = [(1, 300, 33), (5, 17, 1), (13, 513, 70), (40, 31, 97)]
+    ops = []
+    for m, k, n in shapes:
+        a = _fp16_edge_values(rng, m * k).reshape(m, k)
+        b = _fp16_edge_values(rng, k * n).reshape(k, n)
+        ops.append((a, b))
+    results = []
+    for tier in supported_tiers():
+        pyaclnn.set_max_isa(tier)
+        for threads in (1, 2):
+            pyaclnn.set_num_threads(threads)
+            out = []
+            for a, b in ops:
+                for x, y in ((a, b), (transposed(a), transposed(b))):
+                    o = np.empty((a.shape[0], b.shape[1]), F32)
+                    aclnn.Mm(x, y, o, 2)
+                    out.append(bits(o))
+            results.append((tier, threads, out))
+    for tier, threads, r in results[1:]:
+        for i, (x, y) in enumerate(zip(results[0][2], r)):
+            assert x == y, (tier, threads, i)
+    # and the values: fp16-rounded inputs, fp32 chain, the product rounded to fp16
+    pyaclnn.set_max_isa(supported_tiers()[-1])
+    for a, b in ops:
+        fin = np.isfinite(a.astype(F16)).all(1)[:, None] & np.isfinite(b.astype(F16)).all(0)[None, :]
+        o = np.empty((a.shape[0], b.shape[1]), F32)
+        aclnn.Mm(a, b, o, 2)
+        with np.errstate(all="ignore"):
+            p, mid, mag = ref_mm(a, b, F32, 2)
+        ok = fin & (np.abs(p) < 60000)
+        close(np.where(ok, o, 0).astype(F32), np.where(ok, p, 0), mid, np.where(ok, mag, 0), a.shape[1])

@@ -13,6 +13,7 @@ Usage::
     python tools/ggml_judge.py run [OP ...]          # one process per ggml op, summary table
     python tools/ggml_judge.py all [OP ...]          # fetch + build + run
     python tools/ggml_judge.py list-ops              # the ops CANN0 claims, with case counts
+    python tools/ggml_judge.py archs [-a REGEX]      # test-llama-archs on CANN0, per arch
 
     python tools/ggml_judge.py run ADD MUL GET_ROWS --json out.json --markdown out.md
     python tools/ggml_judge.py run -p 'type=f32' ADD  # only cases whose params match
@@ -79,6 +80,24 @@ run
     output. ``GGML_NO_BACKTRACE=1`` is set (ggml would attach gdb on every abort;
     ``--backtrace`` keeps it) and ``PYACLNN_NUM_THREADS`` = CPUs / jobs unless already
     set. Exit status 0 if every run op passed all its cases, 1 otherwise.
+
+archs
+    Runs ``test-llama-archs -b CANN0 -s SEED [-a REGEX]`` (``build --archs`` first): small
+    random models of every architecture, logits on CANN0 against the CPU backend (NMSE <=
+    1e-4), the causal-attention toggle (no NaN), and a save / reload roundtrip (bitwise
+    equal logits). A failing aclnn call aborts the process; the judge records the arch it
+    died in as ABORT (the CANN error, the failing call) and runs the archs after it in a new
+    process (a regex leaving out those done), so every arch gets a verdict. ``--flash-attn
+    off``: llama's flash attention off (``-fa off``; the program has no such option and its
+    default, auto, uses FLASH_ATTN_EXT wherever CANN0 claims it) through
+    ``judge-archs-shim.so``, which the judge always preloads (built by ``build --archs``
+    next to the binaries; it also flushes the program's asynchronous log at exit and
+    before an abort, so no row is lost). ``--weight-nz on|off`` sets
+    ``GGML_CANN_WEIGHT_NZ`` (ggml-cann's default is on: FRACTAL_NZ weights, whose
+    roundtrip ggml-cann breaks itself, so ``--roundtrip ignore`` leaves it out of the
+    verdict). ``--expected FILE``: exit status 1 unless every arch listed is OK; ``--json``,
+    ``--markdown``, ``--update-doc FILE`` (its archs block) write the rows. Exit status 0 if
+    no arch failed or aborted.
 
 After ``pip install .``, ``python tools/ggml_judge.py all --json /tmp/j.json`` is the
 whole judge (about 2 minutes once built); ``run --continue 400 --no-verify`` gives each
@@ -452,10 +471,84 @@ def build_locked(args, src, home, bdir):
     info = {"toolkit": home, "build_dir": bdir, "configure_s": round(t1 - t0, 1),
             "build_s": round(t2 - t1, 1), "total_s": round(t2 - t0, 1),
             "binaries": {t: os.path.join(bdir, "bin", t) for t in targets}}
+    if args.archs:
+        info["archs_shim"] = build_archs_shim(src, bdir)
     with open(os.path.join(bdir, "judge-build.json"), "w") as f:
         json.dump(info, f, indent=1)
     log("built %s in %.1f s (configure %.1f s) in %s" % (", ".join(targets), t2 - t0, t1 - t0, bdir))
     return info
+
+
+# Preloaded into test-llama-archs by `archs` (built by `build --archs`, next to the
+# binaries). It changes nothing the program computes:
+# * its log lines go through common_log's queue, written by a worker thread, and the
+#   logger is never flushed at exit (common/log.cpp leaks it on purpose), so the last rows,
+#   the summary, or the CANN error before an abort can be lost; the shim flushes the
+#   queue when the process exits and in ggml's abort callback (then prints the message
+#   as ggml would, without the backtrace);
+# * test-llama-archs has no flash-attention option (its contexts use llama's default,
+#   "auto", which turns FLASH_ATTN_EXT on wherever the device claims it): with
+#   PYACLNN_JUDGE_FLASH_ATTN=off its llama_context_default_params returns llama's own
+#   defaults with flash_attn_type = DISABLED, which is what `-fa off` does for llama-cli.
+ARCHS_SHIM_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "llama.h"
+
+typedef void *(*log_main_fn)(void);
+typedef void (*log_pause_fn)(void *);
+typedef void (*abort_cb_fn)(const char *);
+typedef abort_cb_fn (*set_abort_cb_fn)(abort_cb_fn);
+
+static void flush_log(void) {
+    /* common_log_main() / common_log_pause(common_log *) of libllama-common */
+    log_main_fn m = (log_main_fn)dlsym(RTLD_DEFAULT, "_Z15common_log_mainv");
+    log_pause_fn p = (log_pause_fn)dlsym(RTLD_DEFAULT, "_Z16common_log_pauseP10common_log");
+    if (m != NULL && p != NULL) p(m());
+    fflush(stdout);
+}
+
+static void on_abort(const char *msg) {
+    flush_log();
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+}
+
+__attribute__((constructor)) static void shim_init(void) {
+    set_abort_cb_fn set = (set_abort_cb_fn)dlsym(RTLD_DEFAULT, "ggml_set_abort_callback");
+    if (set != NULL) set(on_abort);
+}
+
+__attribute__((destructor)) static void shim_fini(void) { flush_log(); }
+
+struct llama_context_params llama_context_default_params(void) {
+    typedef struct llama_context_params (*fn)(void);
+    fn real = (fn)dlsym(RTLD_NEXT, "llama_context_default_params");
+    struct llama_context_params p = real();
+    const char *fa = getenv("PYACLNN_JUDGE_FLASH_ATTN");
+    if (fa != NULL && strcmp(fa, "off") == 0) p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    return p;
+}
+"""
+
+
+def build_archs_shim(src, bdir):
+    out = os.path.join(bdir, "judge-archs-shim.so")
+    c = os.path.join(bdir, "judge-archs-shim.c")
+    with open(c, "w") as f:
+        f.write(ARCHS_SHIM_C)
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise JudgeError("no C compiler for the test-llama-archs shim")
+    cmd = [cc, "-shared", "-fPIC", "-O2", "-I", os.path.join(src, "include"), "-I",
+           os.path.join(src, "ggml", "include"), c, "-o", out, "-ldl"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if proc.returncode != 0:
+        raise JudgeError("building the test-llama-archs shim failed:\n%s" % proc.stdout)
+    return out
 
 
 def find_binary(args, home, name="test-backend-ops"):
@@ -904,15 +997,15 @@ DOC_BEGIN = "<!-- ggml_judge results: begin (python tools/ggml_judge.py all --up
 DOC_END = "<!-- ggml_judge results: end -->"
 
 
-def update_doc(path, table):
-    """Replaces the results block of a markdown file (between DOC_BEGIN and DOC_END)."""
+def update_doc(path, table, begin=DOC_BEGIN, end=DOC_END):
+    """Replaces the results block of a markdown file (between begin and end)."""
     with open(path) as f:
         text = f.read()
-    i, j = text.find(DOC_BEGIN), text.find(DOC_END)
+    i, j = text.find(begin), text.find(end)
     if i < 0 or j < i:
-        raise JudgeError("%s has no results block (%s ... %s)" % (path, DOC_BEGIN, DOC_END))
+        raise JudgeError("%s has no results block (%s ... %s)" % (path, begin, end))
     with open(path, "w") as f:
-        f.write(text[:i + len(DOC_BEGIN)] + "\n\n" + table + "\n" + text[j:])
+        f.write(text[:i + len(begin)] + "\n\n" + table + "\n" + text[j:])
 
 
 def cmd_run(args, build_info=None):
@@ -1008,6 +1101,247 @@ def cmd_list_ops(args):
 
 
 # ---------------------------------------------------------------------------
+# archs: test-llama-archs
+
+ARCH_ROW_RE = re.compile(r"^\|\s*([^|\s]+)\|([^|]*)\|\s*(Dense|MoE)\|(.*)$")
+ARCH_RES_RE = re.compile(r"^\s*(OK|FAIL|SKIP)( \(toggle\))?\s*(?:\(([^)]*)\))?\s*\|\s*(OK|FAIL|SKIP)\s*\|\s*$")
+
+
+def ecma_escape(name):
+    """An arch name as a literal in test-llama-archs' std::regex (ECMAScript)."""
+    return re.sub(r"([.^$|?*+()\[\]{}\\])", r"\\\1", name)
+
+
+def parse_archs(text, roundtrip=True):
+    """test-llama-archs' table rows: one per (arch, config) it started, in order. A row is
+    printed in two parts (the config, then the results once done), so a row without
+    results is the one the process died in (status None). roundtrip=False: a failing
+    roundtrip does not fail the row (it is still recorded)."""
+    rows = []
+    for line in ANSI_RE.sub("", text).replace("\r", "").splitlines():
+        m = ARCH_ROW_RE.match(line)
+        if not m:
+            continue
+        row = {"arch": m.group(1), "device": m.group(2).strip(), "config": m.group(3), "status": None,
+               "nmse_status": None, "nmse": None, "toggle_failed": False, "roundtrip": None,
+               "roundtrip_judged": roundtrip}
+        r = ARCH_RES_RE.match(m.group(4))
+        if r:
+            try:
+                nmse = float(r.group(3)) if r.group(3) else None
+            except ValueError:
+                nmse = r.group(3)
+            row.update(nmse_status=r.group(1), toggle_failed=bool(r.group(2)), nmse=nmse, roundtrip=r.group(4))
+            if r.group(1) == "FAIL" or (r.group(4) == "FAIL" and roundtrip):
+                row["status"] = "FAIL"
+            elif r.group(1) == "SKIP" and r.group(4) == "SKIP":
+                row["status"] = "SKIP"
+            else:
+                row["status"] = "OK"
+        rows.append(row)
+    return rows
+
+
+def run_cmd(cmd, env, timeout):
+    """One process, its own session (killed whole on timeout); (rc, output, wall s, timed out)."""
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    timed_out = False
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, _ = proc.communicate()
+    return proc.returncode, out.decode("utf-8", "replace"), time.time() - t0, timed_out
+
+
+def archs_env(args, home):
+    env = run_env(args, 1)
+    if args.weight_nz is not None:
+        env["GGML_CANN_WEIGHT_NZ"] = args.weight_nz
+    shim = os.path.join(build_dir(args, home), "judge-archs-shim.so")
+    if not os.path.isfile(shim):
+        raise JudgeError("%s is not built; run `%s build --archs` first" % (shim, sys.argv[0]))
+    env["LD_PRELOAD"] = (shim + " " + env["LD_PRELOAD"]) if env.get("LD_PRELOAD") else shim
+    env["PYACLNN_JUDGE_FLASH_ATTN"] = args.flash_attn
+    return env
+
+
+def run_archs(binary, args, env):
+    """Runs `test-llama-archs -b CANN0 -s SEED [-a REGEX]`. Any failing aclnn call aborts
+    the process, so after a death the arch it died in is recorded (ABORT, with the CANN
+    error) and a new process runs the archs after it (a regex leaving out those done;
+    every process recomputes its own CPU references)."""
+    rows, done, procs, wall, t0 = [], [], 0, 0.0, time.time()
+    while True:
+        regex = args.arch_regex
+        if done:
+            excl = "^(?!(?:%s)$)" % "|".join(ecma_escape(a) for a in done)
+            regex = excl + ("(?=.*(?:%s))" % regex if regex else "")
+        cmd = [binary, "-b", BACKEND, "-s", str(args.seed)] + (["-a", regex] if regex else [])
+        left = max(1, int(args.timeout - (time.time() - t0)))
+        rc, text, w, timed_out = run_cmd(cmd, env, left)
+        procs += 1
+        wall += w
+        got = parse_archs(text, args.roundtrip == "check")
+        summary = re.search(r"^Summary: (.*)$", ANSI_RE.sub("", text), re.M)
+        how = None
+        if timed_out:
+            how = "timeout after %d s" % args.timeout
+        elif rc < 0:
+            try:
+                how = signal.Signals(-rc).name
+            except ValueError:
+                how = "signal %d" % -rc
+        elif rc > 1 or summary is None:
+            how = "exit %d" % rc
+        for r in got:
+            if r["status"] is not None:
+                rows.append(r)
+        if how is None:
+            break
+        # The abort message continues the row's line (the config part had no newline).
+        # Its log lines start with a time stamp and a level ("0.00.142.650 E ").
+        plain = re.sub(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ", "", text, flags=re.M)
+        info = abort_info(re.sub(r"^(\|[^|\n]*\|[^|\n]*\|\s*(?:Dense|MoE)\|)(?=[^\s\x1b])", r"\1\n",
+                                 plain, flags=re.M))
+        m = re.search(r"^encountered runtime error: (.*)$", ANSI_RE.sub("", text), re.M)
+        if m and "abort" not in info and "cann_error" not in info:
+            info["abort"] = "runtime error: " + m.group(1).strip()
+        info["signal"] = how
+        info["tail"] = [ANSI_RE.sub("", l) for l in text.splitlines()[-15:]]
+        last = got[-1] if got and got[-1]["status"] is None else None
+        if last is None:
+            rows.append({"arch": "?", "device": "", "config": "", "status": "ABORT", "nmse_status": None,
+                         "nmse": None, "toggle_failed": False, "roundtrip": None,
+                         "abort": {k: v for k, v in info.items()}})
+            break
+        last["status"] = "ABORT"
+        last["abort"] = info
+        rows.append(last)
+        for r in got:
+            if r["arch"] not in done:
+                done.append(r["arch"])
+        if time.time() - t0 > args.timeout:
+            break
+    return rows, procs, time.time() - t0
+
+
+def archs_verdicts(rows):
+    """{arch: OK | FAIL | ABORT | SKIP} over its configs (the worst one)."""
+    order = {"SKIP": 0, "OK": 1, "FAIL": 2, "ABORT": 3}
+    out = {}
+    for r in rows:
+        a = r["arch"]
+        if a not in out or order[r["status"]] > order[out[a]]:
+            if not (a in out and r["status"] == "SKIP"):
+                out[a] = r["status"]
+        elif out[a] == "SKIP" and r["status"] != "SKIP":
+            out[a] = r["status"]
+    return out
+
+
+def read_archs_file(path):
+    """Arch names, one per line (# comments)."""
+    names = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                names.append(line.split()[0])
+    return names
+
+
+def arch_problem(r, width=160):
+    parts = []
+    if r["status"] == "ABORT":
+        a = r.get("abort") or {}
+        parts.append("%s: %s" % (a.get("signal"), abort_cause(a)))
+    if r["toggle_failed"]:
+        parts.append("NaN logits after the causal-attention toggle")
+    elif r["nmse_status"] == "FAIL":
+        parts.append("NMSE %s > 1e-4" % r["nmse"])
+    if r["roundtrip"] == "FAIL":
+        parts.append("roundtrip logits not bitwise equal" + ("" if r.get("roundtrip_judged", True) else " (not judged)"))
+    s = " ".join("; ".join(parts).split())
+    s = re.sub(r"0x[0-9a-f]{6,}", "0x...", s)  # addresses differ from run to run
+    return s if len(s) <= width else s[:width - 3] + "..."
+
+
+def archs_markdown(rows, meta):
+    md = ["| arch | config | NMSE vs. CPU | roundtrip | result | problem |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        nm = r["nmse_status"] or "—"
+        if r["nmse"] is not None:
+            nm += " (%s)" % (("%.2e" % r["nmse"]) if isinstance(r["nmse"], float) else r["nmse"])
+        md.append("| %s | %s | %s | %s | %s | %s |" % (r["arch"], r["config"] or "—", nm, r["roundtrip"] or "—",
+                                                        r["status"], arch_problem(r).replace("|", "\\|") or "—"))
+    v = archs_verdicts(rows)
+    counts = {k: sorted(a for a, s in v.items() if s == k) for k in ("OK", "FAIL", "ABORT", "SKIP")}
+    md += ["", "test-llama-archs (llama.cpp from llama-cpp-python %s), %s, seed %s, flash attention %s, "
+           "GGML_CANN_WEIGHT_NZ %s: %d archs: %d OK, %d FAIL, %d ABORT, %d skipped by the test itself; "
+           "%d processes, wall %.0f s." % (VERSION, meta["date"], meta["seed"], meta["flash_attn"],
+                                         meta["weight_nz"] or "on (default)", len(v), len(counts["OK"]),
+                                         len(counts["FAIL"]), len(counts["ABORT"]), len(counts["SKIP"]),
+                                         meta["processes"], meta["wall_s"])]
+    for k in ("FAIL", "ABORT"):
+        if counts[k]:
+            md.append("%s: %s." % (k, ", ".join(counts[k])))
+    return "\n".join(md) + "\n"
+
+
+ARCHS_DOC_BEGIN = "<!-- ggml_judge archs: begin (python tools/ggml_judge.py archs --update-doc FILE writes them) -->"
+ARCHS_DOC_END = "<!-- ggml_judge archs: end -->"
+
+
+def cmd_archs(args):
+    home = toolkit_home(args.toolkit)
+    binary = find_binary(args, home, "test-llama-archs")
+    env = archs_env(args, home)
+    log("running %s on %s (seed %d, flash attention %s, GGML_CANN_WEIGHT_NZ=%s)" % (
+        binary, BACKEND, args.seed, args.flash_attn, env.get("GGML_CANN_WEIGHT_NZ", "(default on)")))
+    rows, procs, wall = run_archs(binary, args, env)
+    verdicts = archs_verdicts(rows)
+    for r in rows:
+        log("%-16s %-5s %-5s NMSE %-4s %-10s roundtrip %-4s %s" % (
+            r["arch"], r["config"], r["status"], r["nmse_status"] or "-",
+            ("%.2e" % r["nmse"]) if isinstance(r["nmse"], float) else (r["nmse"] or ""), r["roundtrip"] or "-",
+            arch_problem(r, 140)))
+    counts = {k: sum(1 for s in verdicts.values() if s == k) for k in ("OK", "FAIL", "ABORT", "SKIP")}
+    print("\n%d archs: %d OK, %d FAIL, %d ABORT, %d SKIP; %d processes, wall %.1f s" % (
+        len(verdicts), counts["OK"], counts["FAIL"], counts["ABORT"], counts["SKIP"], procs, wall))
+    rc = 0 if counts["FAIL"] == 0 and counts["ABORT"] == 0 else 1
+    missing = []
+    if args.expected:
+        exp = read_archs_file(args.expected)
+        missing = [a for a in exp if verdicts.get(a) != "OK"]
+        for a in missing:
+            print("expected OK, got %s: %s" % (verdicts.get(a, "not run"), a))
+        rc = 1 if missing else 0
+    meta = {"toolkit": home, "binary": binary, "seed": args.seed, "flash_attn": args.flash_attn,
+            "roundtrip": args.roundtrip,
+            "weight_nz": env.get("GGML_CANN_WEIGHT_NZ"), "processes": procs, "wall_s": round(wall, 1),
+            "date": time.strftime("%Y-%m-%d"), "llama_cpp_python": VERSION, "backend": BACKEND}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows, "verdicts": verdicts, "expected_not_ok": missing}, f, indent=1)
+        log("wrote %s" % args.json)
+    if args.update_doc:
+        update_doc(args.update_doc, archs_markdown(rows, meta), ARCHS_DOC_BEGIN, ARCHS_DOC_END)
+        log("updated the archs results in %s" % args.update_doc)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(archs_markdown(rows, meta))
+        log("wrote %s" % args.markdown)
+    return rc
+
+
+# ---------------------------------------------------------------------------
 
 def parser():
     common = argparse.ArgumentParser(add_help=False)
@@ -1059,6 +1393,24 @@ def parser():
     p_all = sub.add_parser("all", parents=[common, build_opts, run_opts], help="fetch + build + run")
     p_all.add_argument("--run-jobs", dest="jobs_run", type=int, default=None,
                        help="processes at a time for run (default min(2, CPUs))")
+    p_archs = sub.add_parser("archs", parents=[common], help="run test-llama-archs on CANN0")
+    p_archs.add_argument("-a", "--arch", dest="arch_regex", default=None,
+                         help="only archs whose name matches this ECMAScript regex (e.g. '^(llama|qwen2)$')")
+    p_archs.add_argument("-s", "--seed", type=int, default=42, help="test-llama-archs -s (default 42)")
+    p_archs.add_argument("--flash-attn", choices=("auto", "off"), default="auto",
+                         help="auto: the program's own default (FLASH_ATTN_EXT where CANN0 claims it); off: "
+                         "preload the shim that disables it (like llama's -fa off)")
+    p_archs.add_argument("--weight-nz", choices=("on", "off"), default=None,
+                         help="set GGML_CANN_WEIGHT_NZ (default: unset, i.e. ggml-cann's default on)")
+    p_archs.add_argument("--roundtrip", choices=("check", "ignore"), default="check",
+                         help="ignore: a roundtrip that is not bitwise equal does not fail the arch (with "
+                         "GGML_CANN_WEIGHT_NZ on, ggml-cann reads the NZ bytes back and converts them again)")
+    p_archs.add_argument("--expected", help="file of arch names that must be OK (exit status 1 otherwise)")
+    p_archs.add_argument("--timeout", type=int, default=1800, help="seconds for the whole run (default 1800)")
+    p_archs.add_argument("--json", help="write the rows as JSON")
+    p_archs.add_argument("--markdown", help="write the rows as a Markdown table")
+    p_archs.add_argument("--update-doc", metavar="FILE", help="write the table into FILE's archs block")
+    p_archs.add_argument("--backtrace", action="store_true", help="let ggml print a gdb backtrace on aborts")
     p_list = sub.add_parser("list-ops", parents=[common], help="ops CANN0 claims, with case counts")
     p_list.add_argument("-p", "--params", help="only cases whose params match")
     p_list.add_argument("--all-ops", action="store_true", help="also the ops with 0 claimed cases")
@@ -1085,6 +1437,8 @@ def main(argv=None):
             return cmd_run(args)
         if args.command == "list-ops":
             return cmd_list_ops(args)
+        if args.command == "archs":
+            return cmd_archs(args)
         if args.command == "all":
             info = cmd_build(args)
             return cmd_run(args, info)

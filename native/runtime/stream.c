@@ -27,7 +27,12 @@
  * ticket of the process. After each task (and after dropping tasks) the
  * worker runs the task-finished hook before it reports the stream idle.
  * Locks: g_all_mu -> stream mutex; pa_rt_lock -> g_all_mu (a default stream is
- * created under pa_rt_lock). */
+ * created under pa_rt_lock).
+ *
+ * A task queued on a created stream does not start before the tasks queued on
+ * its device's default (NULL) stream before it have finished (the ticket of the
+ * default stream's last task is noted at enqueue; see wait_for_default). The
+ * default stream does not wait for the others. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -46,6 +51,7 @@ typedef struct pa_task {
     pa_task_free_fn free_fn;
     void *arg;
     uint64_t ticket;
+    uint64_t after; /* on a created stream: runs once the default stream's tasks up to this ticket are done */
     struct pa_task *next;
 } pa_task;
 
@@ -59,6 +65,8 @@ struct pa_stream {
     pthread_mutex_t mu;
     pthread_cond_t cv_work; /* worker: a task arrived or stop requested */
     pthread_cond_t cv_idle; /* synchronisers: queue drained and worker idle */
+    pthread_cond_t cv_done; /* a default stream: a task finished (tasks of other streams wait for it) */
+    int done_waiters;       /* workers of other streams waiting on cv_done */
     pa_task *head, *tail;
     bool busy;    /* the worker is running a task */
     bool closing; /* being destroyed: no more submissions */
@@ -171,12 +179,18 @@ static aclError stream_new(const char *api, bool is_default, int device, pa_stre
         free(s);
         return rc;
     }
+    if (pthread_cond_init(&s->cv_done, NULL) != 0) {
+        pa_rt_sync_destroy(&s->mu, &s->cv_work, &s->cv_idle);
+        free(s);
+        return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot create the stream's condition variable", api);
+    }
     pthread_mutex_lock(&s->mu);
     int e = pthread_create(&s->thread, NULL, stream_worker, s);
     s->started = e == 0;
     pthread_mutex_unlock(&s->mu);
     if (e != 0) {
         pa_rt_sync_destroy(&s->mu, &s->cv_work, &s->cv_idle);
+        pthread_cond_destroy(&s->cv_done);
         free(s);
         return pa_rt_fail(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "%s: cannot start the stream's worker thread (%s)", api,
                           strerror(e));
@@ -191,6 +205,7 @@ static void stream_free(pa_stream *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv_work);
     pthread_cond_destroy(&s->cv_idle);
+    pthread_cond_destroy(&s->cv_done);
     s->magic = 0;
     free(s);
 }
@@ -254,6 +269,34 @@ void pa_stream_release(pa_stream *s) {
     if (last) stream_free(s);
 }
 
+/* The default stream of `device` with a reference, or NULL. */
+static pa_stream *default_stream_ref(int device) {
+    pa_rt_lock();
+    pa_stream *d = g_default_stream[device];
+    if (d != NULL) d->refs++;
+    pa_rt_unlock();
+    return d;
+}
+
+/* Work queued on a created stream runs after the work queued on its device's
+ * default stream before it (a one-way implicit dependency, as the legacy default
+ * stream of CUDA orders work): ggml-cann converts weights in place with
+ * aclnnTransMatmulWeight on the default stream and then reads them from its own
+ * stream with no event in between. Waits until the default stream has finished
+ * every task with a ticket <= after. */
+static void wait_for_default(int device, uint64_t after) {
+    pa_stream *d = default_stream_ref(device);
+    if (d == NULL) return; /* reset since: its tasks are gone */
+    pthread_mutex_lock(&d->mu);
+    while (d->low != PA_NO_TICKET && d->low <= after) {
+        d->done_waiters++;
+        pthread_cond_wait(&d->cv_done, &d->mu);
+        d->done_waiters--;
+    }
+    pthread_mutex_unlock(&d->mu);
+    pa_stream_release(d);
+}
+
 static void *stream_worker(void *p) {
     pa_stream *s = p;
     pa_device_bind_thread(s->device);
@@ -275,6 +318,7 @@ static void *stream_worker(void *p) {
         s->low = t->ticket; /* the lowest: tickets grow along the queue */
         pthread_mutex_unlock(&s->mu);
 
+        if (t->after != PA_NO_TICKET) wait_for_default(s->device, t->after);
         pa_set_errmsg_raw(NULL);
         tl_task_ticket = t->ticket;
         int rc = t->fn(t->arg);
@@ -297,6 +341,7 @@ static void *stream_worker(void *p) {
             }
         }
         s->low = s->head != NULL ? s->head->ticket : PA_NO_TICKET;
+        if (s->done_waiters > 0) pthread_cond_broadcast(&s->cv_done);
         pthread_mutex_unlock(&s->mu);
         run_task_done_hook();
         pthread_mutex_lock(&s->mu);
@@ -325,6 +370,18 @@ aclError pa_stream_enqueue(pa_stream *s, pa_task_fn fn, pa_task_free_fn free_fn,
     t->free_fn = free_fn;
     t->arg = arg;
     t->next = NULL;
+    t->after = PA_NO_TICKET;
+    if (!s->is_default) {
+        /* the last task queued (or running) on the device's default stream */
+        pa_stream *d = default_stream_ref(s->device);
+        if (d != NULL) {
+            pthread_mutex_lock(&d->mu);
+            if (d->tail != NULL) t->after = d->tail->ticket;
+            else if (d->busy) t->after = d->low;
+            pthread_mutex_unlock(&d->mu);
+            pa_stream_release(d);
+        }
+    }
     pthread_mutex_lock(&s->mu);
     if (s->closing) {
         pthread_mutex_unlock(&s->mu);
@@ -410,6 +467,7 @@ static void stream_shutdown(pa_stream *s, bool force) {
         s->head = s->tail = NULL;
         for (pa_task *t = dropped; t != NULL; t = t->next) atomic_fetch_sub(&s->outstanding, 1);
         if (!s->busy) s->low = PA_NO_TICKET; /* else the running task's */
+        if (s->done_waiters > 0) pthread_cond_broadcast(&s->cv_done);
     }
     pthread_mutex_unlock(&s->mu);
     /* Dropped tasks never run; their resources are released. */

@@ -427,6 +427,25 @@ static void test_events(void) {
     CHECK_OK(aclrtSynchronizeStream(NULL));
     CHECK_EQ(rb.seen, 42);
 
+    /* no event: work on a created stream runs after the default stream's work queued
+     * before it (ggml-cann's TransMatmulWeight on NULL, then its own stream) */
+    flag = 0;
+    rb.seen = -1;
+    CHECK_OK(aclrtLaunchHostFunc(NULL, hf_sleep_then_set, &sa));
+    CHECK_OK(aclrtLaunchHostFunc(b, hf_read_flag, &rb));
+    CHECK_OK(aclrtSynchronizeStream(b));
+    CHECK_EQ(rb.seen, 42);
+    CHECK_OK(aclrtSynchronizeStream(NULL));
+    /* and not the other way round: the default stream does not wait for b */
+    flag = 0;
+    rb.seen = -1;
+    set_flag_arg late = {200, &flag, 7};
+    CHECK_OK(aclrtLaunchHostFunc(b, hf_sleep_then_set, &late));
+    CHECK_OK(aclrtLaunchHostFunc(NULL, hf_read_flag, &rb));
+    CHECK_OK(aclrtSynchronizeStream(NULL));
+    CHECK_EQ(rb.seen, 0);
+    CHECK_OK(aclrtSynchronizeStream(b));
+
     /* destroy; stale handles */
     CHECK_OK(aclrtDestroyEvent(e3));
     CHECK_EQ(aclrtDestroyEvent(e3), ACL_ERROR_INVALID_PARAM);

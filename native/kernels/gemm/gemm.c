@@ -372,6 +372,12 @@ static void *gm_scratch(size_t bytes) {
     return p;
 }
 
+/* ---- fp16 input rounding of packed panels ---- */
+
+static void gm_round_f16_scalar(float *p, int64_t n) {
+    for (int64_t i = 0; i < n; i++) p[i] = pa_f16_to_f32(pa_f32_to_f16(p[i]));
+}
+
 /* ---- the blocked loop ---- */
 
 typedef struct gm_job {
@@ -449,6 +455,11 @@ static void gm_unit(const gm_job *J, int64_t u) {
         }
         return;
     }
+    /* fp16 inputs (USE_FP16): the panels are packed as fp32 and then rounded, which
+     * gives the same values as rounding each one while packing (padding stays 0) */
+    const bool hround = g->in_round == PA_GEMM_F16 && !J->dot;
+    const int32_t pack_round = hround ? PA_GEMM_F32 : g->in_round;
+    void (*const round_h)(float *, int64_t) = t->round_f16 != NULL ? t->round_f16 : gm_round_f16_scalar;
     float *ap = (float *)mem;
     float *bp = (float *)(mem + a_bytes);
     float *acc = (float *)(mem + a_bytes + b_bytes);
@@ -473,14 +484,15 @@ static void gm_unit(const gm_job *J, int64_t u) {
             }
         } else if (!direct_b) {
             bool done = false;
-            if (g->in_round == PA_GEMM_F32) {
+            if (pack_round == PA_GEMM_F32) {
                 if (o.b.dt > PA_GEMM_BF16) {
                     done = t->pack_bq != NULL && t->pack_bq(&o.b, &o.q, p0, kc, j0, ncols, bp);
                 } else {
                     done = t->pack_b(&o.b, p0, kc, j0, ncols, NR, bp);
                 }
             }
-            if (!done) gm_pack_b(&o.b, &o.q, g->in_round, p0, kc, j0, ncols, NR, bp);
+            if (!done) gm_pack_b(&o.b, &o.q, pack_round, p0, kc, j0, ncols, NR, bp);
+            if (hround) round_h(bp, kc * ncols_pad);
         }
         for (int64_t ip = i0; ip < i1; ip += MR) {
             const int mr = i1 - ip < MR ? (int)(i1 - ip) : MR;
@@ -488,8 +500,11 @@ static void gm_unit(const gm_job *J, int64_t u) {
                 if (t->pack_a_dot == NULL || !t->pack_a_dot(&o.a, ip, mr, p0, kc, (uint32_t *)ap)) {
                     gm_pack_a_dot(&o.a, ip, mr, MR, p0, kc, (uint32_t *)ap);
                 }
-            } else if (g->in_round != PA_GEMM_F32 || t->pack_a == NULL || !t->pack_a(&o.a, ip, mr, p0, kc, ap)) {
-                gm_pack_a(&o.a, g->in_round, ip, mr, MR, p0, kc, ap);
+            } else {
+                if (pack_round != PA_GEMM_F32 || t->pack_a == NULL || !t->pack_a(&o.a, ip, mr, p0, kc, ap)) {
+                    gm_pack_a(&o.a, pack_round, ip, mr, MR, p0, kc, ap);
+                }
+                if (hround) round_h(ap, kc * MR);
             }
             for (int64_t jp = j0; jp < j1; jp += NR) {
                 const int nr = j1 - jp < NR ? (int)(j1 - jp) : NR;

@@ -190,6 +190,19 @@ static int pack_b_dot256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j
     return 0;
 }
 
+/* fp32 -> fp16 (RNE, no exceptions) -> fp32 in place; F16C rounds as pa_f32_to_f16 */
+static void round_f16_256(float *p, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(p + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_ps(p + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < n; i++) {
+        const __m128i h = _mm_cvtps_ph(_mm_set_ss(p[i]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        p[i] = _mm_cvtss_f32(_mm_cvtph_ps(h));
+    }
+}
+
 const gm_tier pa_gemm_tier_avx2 = {
     .isa = PA_ISA_AVX2,
     .mr = MR,
@@ -202,6 +215,7 @@ const gm_tier pa_gemm_tier_avx2 = {
     .store = store256,
     .pack_b = pack_b256,
     .pack_b_dot = pack_b_dot256,
+    .round_f16 = round_f16_256,
 };
 
 #undef MR

@@ -781,6 +781,20 @@ static int pack_a_dot512(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, i
     return 1;
 }
 
+/* fp32 -> fp16 (RNE, no exceptions) -> fp32 in place; F16C rounds as pa_f32_to_f16 */
+static void round_f16_512(float *p, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(p + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm512_storeu_ps(p + i, _mm512_cvtph_ps(h));
+    }
+    if (i < n) {
+        const __mmask16 m = gm_mask((int)(n - i));
+        const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, p + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm512_mask_storeu_ps(p + i, m, _mm512_cvtph_ps(h));
+    }
+}
+
 const gm_tier pa_gemm_tier_avx512 = {
     .isa = PA_ISA_AVX512,
     .mr = MR,
@@ -797,6 +811,7 @@ const gm_tier pa_gemm_tier_avx512 = {
     .gemv_q = gemv_q512,
     .pack_a = pack_a512,
     .pack_a_dot = pack_a_dot512,
+    .round_f16 = round_f16_512,
 };
 
 const gm_tier pa_gemm_tier_avx512bf16 = {
@@ -815,6 +830,7 @@ const gm_tier pa_gemm_tier_avx512bf16 = {
     .gemv_q = gemv_q512,
     .pack_a = pack_a512,
     .pack_a_dot = pack_a_dot512,
+    .round_f16 = round_f16_512,
 };
 
 #undef MR

@@ -74,6 +74,9 @@ typedef struct gm_tier {
     /* A panel packers (mr rows from i0, kc values from p0; MR-strided): 1 when done, 0 to fall back */
     int (*pack_a)(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64_t kc, float *dst);
     int (*pack_a_dot)(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64_t kc, uint32_t *dst);
+    /* n packed fp32 values rounded to fp16 and back in place (RNE, as pa_f32_to_f16;
+     * NULL: the scalar loop) */
+    void (*round_f16)(float *p, int64_t n);
 } gm_tier;
 
 extern const gm_tier pa_gemm_tier_scalar;
