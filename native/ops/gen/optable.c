@@ -1630,8 +1630,8 @@ PA_API aclnnStatus aclnnInplaceClampMax(void *workspace, uint64_t workspaceSize,
 /* ---- aclnnClampTensor ---- */
 static const pa_param pa_params_ClampTensor[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
-    {"clipValueMin", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
-    {"clipValueMax", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
+    {"clipValueMin", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
+    {"clipValueMax", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
     {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
 };
 static const char *const pa_in_ClampTensor[] = {"self", "clipValueMin", "clipValueMax"};
@@ -1642,7 +1642,7 @@ static const pa_map_desc pa_map_ClampTensor = {
     .nkmap = 0,
     .compute = PA_MAPR_PROMOTE,
     .outrule = PA_MAPO_CAST,
-    .flags = 0,
+    .flags = PA_MAPF_CLAMP_ONE_BOUND,
 };
 static const pa_op pa_op_ClampTensor = {
     .ws_api = "aclnnClampTensorGetWorkspaceSize",
@@ -2932,6 +2932,763 @@ PA_API aclnnStatus aclnnInplaceTanhGetWorkspaceSize(aclTensor* selfRef, uint64_t
 PA_API aclnnStatus aclnnInplaceTanh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_InplaceTanh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAsin ---- */
+static const pa_param pa_params_Asin[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Asin[] = {"self"};
+static const char *const pa_out_Asin[] = {"out"};
+static const pa_map_desc pa_map_Asin = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ASIN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Asin = {
+    .ws_api = "aclnnAsinGetWorkspaceSize",
+    .launch = {"aclnnAsin", pa_run_map, pa_in_Asin, pa_out_Asin},
+    .params = pa_params_Asin,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Asin,
+};
+PA_API aclnnStatus aclnnAsinGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Asin, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAsin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Asin.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAsin ---- */
+static const pa_param pa_params_InplaceAsin[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAsin[] = {"selfRef"};
+static const char *const pa_out_InplaceAsin[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceAsin = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ASIN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAsin = {
+    .ws_api = "aclnnInplaceAsinGetWorkspaceSize",
+    .launch = {"aclnnInplaceAsin", pa_run_map, pa_in_InplaceAsin, pa_out_InplaceAsin},
+    .params = pa_params_InplaceAsin,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAsin,
+};
+PA_API aclnnStatus aclnnInplaceAsinGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceAsin, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAsin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAsin.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAcos ---- */
+static const pa_param pa_params_Acos[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Acos[] = {"input"};
+static const char *const pa_out_Acos[] = {"out"};
+static const pa_map_desc pa_map_Acos = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ACOS,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Acos = {
+    .ws_api = "aclnnAcosGetWorkspaceSize",
+    .launch = {"aclnnAcos", pa_run_map, pa_in_Acos, pa_out_Acos},
+    .params = pa_params_Acos,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Acos,
+};
+PA_API aclnnStatus aclnnAcosGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Acos, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAcos(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Acos.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAcos ---- */
+static const pa_param pa_params_InplaceAcos[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAcos[] = {"inputRef"};
+static const char *const pa_out_InplaceAcos[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAcos = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ACOS,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAcos = {
+    .ws_api = "aclnnInplaceAcosGetWorkspaceSize",
+    .launch = {"aclnnInplaceAcos", pa_run_map, pa_in_InplaceAcos, pa_out_InplaceAcos},
+    .params = pa_params_InplaceAcos,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAcos,
+};
+PA_API aclnnStatus aclnnInplaceAcosGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAcos, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAcos(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAcos.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAtan ---- */
+static const pa_param pa_params_Atan[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Atan[] = {"input"};
+static const char *const pa_out_Atan[] = {"out"};
+static const pa_map_desc pa_map_Atan = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ATAN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Atan = {
+    .ws_api = "aclnnAtanGetWorkspaceSize",
+    .launch = {"aclnnAtan", pa_run_map, pa_in_Atan, pa_out_Atan},
+    .params = pa_params_Atan,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Atan,
+};
+PA_API aclnnStatus aclnnAtanGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Atan, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAtan(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Atan.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAtan ---- */
+static const pa_param pa_params_InplaceAtan[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAtan[] = {"inputRef"};
+static const char *const pa_out_InplaceAtan[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAtan = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ATAN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAtan = {
+    .ws_api = "aclnnInplaceAtanGetWorkspaceSize",
+    .launch = {"aclnnInplaceAtan", pa_run_map, pa_in_InplaceAtan, pa_out_InplaceAtan},
+    .params = pa_params_InplaceAtan,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAtan,
+};
+PA_API aclnnStatus aclnnInplaceAtanGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAtan, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAtan(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAtan.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSinh ---- */
+static const pa_param pa_params_Sinh[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Sinh[] = {"self"};
+static const char *const pa_out_Sinh[] = {"out"};
+static const pa_map_desc pa_map_Sinh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_SINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Sinh = {
+    .ws_api = "aclnnSinhGetWorkspaceSize",
+    .launch = {"aclnnSinh", pa_run_map, pa_in_Sinh, pa_out_Sinh},
+    .params = pa_params_Sinh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Sinh,
+};
+PA_API aclnnStatus aclnnSinhGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Sinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Sinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceSinh ---- */
+static const pa_param pa_params_InplaceSinh[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceSinh[] = {"selfRef"};
+static const char *const pa_out_InplaceSinh[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceSinh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_SINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceSinh = {
+    .ws_api = "aclnnInplaceSinhGetWorkspaceSize",
+    .launch = {"aclnnInplaceSinh", pa_run_map, pa_in_InplaceSinh, pa_out_InplaceSinh},
+    .params = pa_params_InplaceSinh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceSinh,
+};
+PA_API aclnnStatus aclnnInplaceSinhGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceSinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceSinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceSinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnCosh ---- */
+static const pa_param pa_params_Cosh[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Cosh[] = {"self"};
+static const char *const pa_out_Cosh[] = {"out"};
+static const pa_map_desc pa_map_Cosh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_COSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Cosh = {
+    .ws_api = "aclnnCoshGetWorkspaceSize",
+    .launch = {"aclnnCosh", pa_run_map, pa_in_Cosh, pa_out_Cosh},
+    .params = pa_params_Cosh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Cosh,
+};
+PA_API aclnnStatus aclnnCoshGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Cosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnCosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Cosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceCosh ---- */
+static const pa_param pa_params_InplaceCosh[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceCosh[] = {"selfRef"};
+static const char *const pa_out_InplaceCosh[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceCosh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_COSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceCosh = {
+    .ws_api = "aclnnInplaceCoshGetWorkspaceSize",
+    .launch = {"aclnnInplaceCosh", pa_run_map, pa_in_InplaceCosh, pa_out_InplaceCosh},
+    .params = pa_params_InplaceCosh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceCosh,
+};
+PA_API aclnnStatus aclnnInplaceCoshGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceCosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceCosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceCosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAsinh ---- */
+static const pa_param pa_params_Asinh[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Asinh[] = {"input"};
+static const char *const pa_out_Asinh[] = {"out"};
+static const pa_map_desc pa_map_Asinh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ASINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Asinh = {
+    .ws_api = "aclnnAsinhGetWorkspaceSize",
+    .launch = {"aclnnAsinh", pa_run_map, pa_in_Asinh, pa_out_Asinh},
+    .params = pa_params_Asinh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Asinh,
+};
+PA_API aclnnStatus aclnnAsinhGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Asinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAsinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Asinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAsinh ---- */
+static const pa_param pa_params_InplaceAsinh[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAsinh[] = {"inputRef"};
+static const char *const pa_out_InplaceAsinh[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAsinh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ASINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAsinh = {
+    .ws_api = "aclnnInplaceAsinhGetWorkspaceSize",
+    .launch = {"aclnnInplaceAsinh", pa_run_map, pa_in_InplaceAsinh, pa_out_InplaceAsinh},
+    .params = pa_params_InplaceAsinh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAsinh,
+};
+PA_API aclnnStatus aclnnInplaceAsinhGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAsinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAsinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAsinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAcosh ---- */
+static const pa_param pa_params_Acosh[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Acosh[] = {"self"};
+static const char *const pa_out_Acosh[] = {"out"};
+static const pa_map_desc pa_map_Acosh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ACOSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Acosh = {
+    .ws_api = "aclnnAcoshGetWorkspaceSize",
+    .launch = {"aclnnAcosh", pa_run_map, pa_in_Acosh, pa_out_Acosh},
+    .params = pa_params_Acosh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Acosh,
+};
+PA_API aclnnStatus aclnnAcoshGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Acosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAcosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Acosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAcosh ---- */
+static const pa_param pa_params_InplaceAcosh[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAcosh[] = {"selfRef"};
+static const char *const pa_out_InplaceAcosh[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceAcosh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ACOSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAcosh = {
+    .ws_api = "aclnnInplaceAcoshGetWorkspaceSize",
+    .launch = {"aclnnInplaceAcosh", pa_run_map, pa_in_InplaceAcosh, pa_out_InplaceAcosh},
+    .params = pa_params_InplaceAcosh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAcosh,
+};
+PA_API aclnnStatus aclnnInplaceAcoshGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceAcosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAcosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAcosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAtanh ---- */
+static const pa_param pa_params_Atanh[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Atanh[] = {"input"};
+static const char *const pa_out_Atanh[] = {"out"};
+static const pa_map_desc pa_map_Atanh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ATANH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Atanh = {
+    .ws_api = "aclnnAtanhGetWorkspaceSize",
+    .launch = {"aclnnAtanh", pa_run_map, pa_in_Atanh, pa_out_Atanh},
+    .params = pa_params_Atanh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Atanh,
+};
+PA_API aclnnStatus aclnnAtanhGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Atanh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAtanh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Atanh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAtanh ---- */
+static const pa_param pa_params_InplaceAtanh[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAtanh[] = {"inputRef"};
+static const char *const pa_out_InplaceAtanh[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAtanh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ATANH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAtanh = {
+    .ws_api = "aclnnInplaceAtanhGetWorkspaceSize",
+    .launch = {"aclnnInplaceAtanh", pa_run_map, pa_in_InplaceAtanh, pa_out_InplaceAtanh},
+    .params = pa_params_InplaceAtanh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAtanh,
+};
+PA_API aclnnStatus aclnnInplaceAtanhGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAtanh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAtanh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAtanh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAtan2 ---- */
+static const pa_param pa_params_Atan2[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"other", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Atan2[] = {"self", "other"};
+static const char *const pa_out_Atan2[] = {"out"};
+static const pa_map_desc pa_map_Atan2 = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_ATAN2,
+    .nkmap = 0,
+    .compute = PA_MAPR_DIV,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Atan2 = {
+    .ws_api = "aclnnAtan2GetWorkspaceSize",
+    .launch = {"aclnnAtan2", pa_run_map, pa_in_Atan2, pa_out_Atan2},
+    .params = pa_params_Atan2,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Atan2,
+};
+PA_API aclnnStatus aclnnAtan2GetWorkspaceSize(const aclTensor* self, const aclTensor* other, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = other}, {.p = out}};
+    return pa_op_plan(&pa_op_Atan2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAtan2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Atan2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAtan2 ---- */
+static const pa_param pa_params_InplaceAtan2[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"other", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+};
+static const char *const pa_in_InplaceAtan2[] = {"selfRef", "other"};
+static const char *const pa_out_InplaceAtan2[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceAtan2 = {
+    .roles = {PA_ROLE_A_OUT, PA_ROLE_B},
+    .kernel = PA_K_ATAN2,
+    .nkmap = 0,
+    .compute = PA_MAPR_DIV,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAtan2 = {
+    .ws_api = "aclnnInplaceAtan2GetWorkspaceSize",
+    .launch = {"aclnnInplaceAtan2", pa_run_map, pa_in_InplaceAtan2, pa_out_InplaceAtan2},
+    .params = pa_params_InplaceAtan2,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAtan2,
+};
+PA_API aclnnStatus aclnnInplaceAtan2GetWorkspaceSize(aclTensor* selfRef, aclTensor* other, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = other}};
+    return pa_op_plan(&pa_op_InplaceAtan2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAtan2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAtan2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnErfinv ---- */
+static const pa_param pa_params_Erfinv[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* f32 f16 bf16 bool s8 s16 s32 s64 u8 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Erfinv[] = {"self"};
+static const char *const pa_out_Erfinv[] = {"out"};
+static const pa_map_desc pa_map_Erfinv = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ERFINV,
+    .nkmap = 0,
+    .compute = PA_MAPR_FLOAT,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Erfinv = {
+    .ws_api = "aclnnErfinvGetWorkspaceSize",
+    .launch = {"aclnnErfinv", pa_run_map, pa_in_Erfinv, pa_out_Erfinv},
+    .params = pa_params_Erfinv,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Erfinv,
+};
+PA_API aclnnStatus aclnnErfinvGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Erfinv, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnErfinv(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Erfinv.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceErfinv ---- */
+static const pa_param pa_params_InplaceErfinv[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_InplaceErfinv[] = {"selfRef"};
+static const char *const pa_out_InplaceErfinv[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceErfinv = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ERFINV,
+    .nkmap = 0,
+    .compute = PA_MAPR_FLOAT,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceErfinv = {
+    .ws_api = "aclnnInplaceErfinvGetWorkspaceSize",
+    .launch = {"aclnnInplaceErfinv", pa_run_map, pa_in_InplaceErfinv, pa_out_InplaceErfinv},
+    .params = pa_params_InplaceErfinv,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceErfinv,
+};
+PA_API aclnnStatus aclnnInplaceErfinvGetWorkspaceSize(const aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceErfinv, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceErfinv(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceErfinv.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnNanToNum ---- */
+static const pa_param pa_params_NanToNum[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* f16 f32 bf16 s8 s16 s32 s64 u8 bool */},
+    {"nan", PA_P_FLOAT, PA_IN, 0, 0},
+    {"posinf", PA_P_FLOAT, PA_IN, 0, 0},
+    {"neginf", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800125f) /* f16 f32 bf16 s8 s16 s32 s64 u8 bool */},
+};
+static const char *const pa_in_NanToNum[] = {"self"};
+static const char *const pa_out_NanToNum[] = {"out"};
+static const pa_map_desc pa_map_NanToNum = {
+    .roles = {PA_ROLE_A, PA_ROLE_P0, PA_ROLE_P1, PA_ROLE_P2, PA_ROLE_OUT},
+    .kernel = PA_K_NAN_TO_NUM,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = PA_MAPF_NO_BROADCAST,
+};
+static const pa_op pa_op_NanToNum = {
+    .ws_api = "aclnnNanToNumGetWorkspaceSize",
+    .launch = {"aclnnNanToNum", pa_run_map, pa_in_NanToNum, pa_out_NanToNum},
+    .params = pa_params_NanToNum,
+    .nparams = 5,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_NanToNum,
+};
+PA_API aclnnStatus aclnnNanToNumGetWorkspaceSize(const aclTensor* self, float nan, float posinf, float neginf,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.f = (double)nan}, {.f = (double)posinf}, {.f = (double)neginf}, {.p = out}};
+    return pa_op_plan(&pa_op_NanToNum, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnNanToNum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_NanToNum.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceNanToNum ---- */
+static const pa_param pa_params_InplaceNanToNum[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x800125f) /* f16 f32 bf16 s8 s16 s32 s64 u8 bool */},
+    {"nan", PA_P_FLOAT, PA_IN, 0, 0},
+    {"posinf", PA_P_FLOAT, PA_IN, 0, 0},
+    {"neginf", PA_P_FLOAT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceNanToNum[] = {"selfRef"};
+static const char *const pa_out_InplaceNanToNum[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceNanToNum = {
+    .roles = {PA_ROLE_A_OUT, PA_ROLE_P0, PA_ROLE_P1, PA_ROLE_P2},
+    .kernel = PA_K_NAN_TO_NUM,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceNanToNum = {
+    .ws_api = "aclnnInplaceNanToNumGetWorkspaceSize",
+    .launch = {"aclnnInplaceNanToNum", pa_run_map, pa_in_InplaceNanToNum, pa_out_InplaceNanToNum},
+    .params = pa_params_InplaceNanToNum,
+    .nparams = 4,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceNanToNum,
+};
+PA_API aclnnStatus aclnnInplaceNanToNumGetWorkspaceSize(aclTensor* selfRef, float nan, float posinf, float neginf,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)nan}, {.f = (double)posinf}, {.f = (double)neginf}};
+    return pa_op_plan(&pa_op_InplaceNanToNum, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceNanToNum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceNanToNum.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnErf ---- */
