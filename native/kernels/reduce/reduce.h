@@ -32,6 +32,10 @@ typedef enum pa_red_kind {
     PA_RED_ANY,     /* x != 0 */
     PA_RED_ALL,
     PA_RED_NORM,    /* (sum |x|^p)^(1/p); p = inf / -inf / 0 / 1 / 2 special */
+    /* reduce_stat.c: every output's elements in index order, in double */
+    PA_RED_PROD,      /* product (int_acc: wrapping int64) */
+    PA_RED_LOGSUMEXP, /* m + log(sum exp(x - m)), m = max */
+    PA_RED_VAR,       /* sum (x - mean)^2 / (n - p); want_values: its root; idx (if set): the mean */
 } pa_red_kind;
 
 typedef struct pa_red_args {
@@ -55,6 +59,7 @@ typedef struct pa_red_args {
  * dims last. */
 void pa_red_simplify(pa_red_args *a);
 void pa_red_run(const pa_red_args *a);
+void pa_red_stat_run(const pa_red_args *a);
 
 /* ---- scans and sorts along one dim ---- */
 
@@ -66,6 +71,7 @@ typedef struct pa_scan_args {
     int64_t len, in_stride, out_stride, idx_stride;
     int64_t k;          /* topk: how many to keep (out length) */
     bool descending, stable, want_values, want_index;
+    bool prod;          /* cumsum_run: a cumulative product instead */
     char *in, *out, *idx;
     void *ws; /* sort: pa_sort_workspace bytes */
 } pa_scan_args;

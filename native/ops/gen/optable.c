@@ -7682,6 +7682,308 @@ PA_API aclnnStatus aclnnLinalgVectorNorm(void *workspace, uint64_t workspaceSize
     return pa_executor_launch(&pa_op_LinalgVectorNorm.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnProd ---- */
+static const pa_param pa_params_Prod[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+};
+static const char *const pa_in_Prod[] = {"self"};
+static const char *const pa_out_Prod[] = {"out"};
+static const pa_op pa_op_Prod = {
+    .ws_api = "aclnnProdGetWorkspaceSize",
+    .launch = {"aclnnProd", pa_run_reduce, pa_in_Prod, pa_out_Prod},
+    .kernel = PA_REDUCE_PROD,
+    .params = pa_params_Prod,
+    .nparams = 3,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnProdGetWorkspaceSize(const aclTensor* self, const aclDataType dtype, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_Prod, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnProd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Prod.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnProdDim ---- */
+static const pa_param pa_params_ProdDim[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+};
+static const char *const pa_in_ProdDim[] = {"self"};
+static const char *const pa_out_ProdDim[] = {"out"};
+static const pa_op pa_op_ProdDim = {
+    .ws_api = "aclnnProdDimGetWorkspaceSize",
+    .launch = {"aclnnProdDim", pa_run_reduce, pa_in_ProdDim, pa_out_ProdDim},
+    .kernel = PA_REDUCE_PROD_DIM,
+    .params = pa_params_ProdDim,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnProdDimGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepDim,
+        const aclDataType dtype, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepDim}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_ProdDim, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnProdDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ProdDim.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLogSumExp ---- */
+static const pa_param pa_params_LogSumExp[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* f32 s32 s64 f16 s16 s8 u8 bool bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LogSumExp[] = {"self"};
+static const char *const pa_out_LogSumExp[] = {"out"};
+static const pa_op pa_op_LogSumExp = {
+    .ws_api = "aclnnLogSumExpGetWorkspaceSize",
+    .launch = {"aclnnLogSumExp", pa_run_reduce, pa_in_LogSumExp, pa_out_LogSumExp},
+    .kernel = PA_REDUCE_LOGSUMEXP,
+    .params = pa_params_LogSumExp,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLogSumExpGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.p = out}};
+    return pa_op_plan(&pa_op_LogSumExp, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLogSumExp(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LogSumExp.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnVar ---- */
+static const pa_param pa_params_Var[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"unbiased", PA_P_BOOL, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Var[] = {"self"};
+static const char *const pa_out_Var[] = {"out"};
+static const pa_op pa_op_Var = {
+    .ws_api = "aclnnVarGetWorkspaceSize",
+    .launch = {"aclnnVar", pa_run_reduce, pa_in_Var, pa_out_Var},
+    .kernel = PA_REDUCE_VAR,
+    .params = pa_params_Var,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnVarGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool unbiased,
+        bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = unbiased}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_Var, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnVar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Var.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnVarCorrection ---- */
+static const pa_param pa_params_VarCorrection[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_VarCorrection[] = {"self"};
+static const char *const pa_out_VarCorrection[] = {"out"};
+static const pa_op pa_op_VarCorrection = {
+    .ws_api = "aclnnVarCorrectionGetWorkspaceSize",
+    .launch = {"aclnnVarCorrection", pa_run_reduce, pa_in_VarCorrection, pa_out_VarCorrection},
+    .kernel = PA_REDUCE_VAR_CORRECTION,
+    .params = pa_params_VarCorrection,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnVarCorrectionGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim,
+        int64_t correction, bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_VarCorrection, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnVarCorrection(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_VarCorrection.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnVarMean ---- */
+static const pa_param pa_params_VarMean[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"varOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_VarMean[] = {"self"};
+static const char *const pa_out_VarMean[] = {"varOut", "meanOut"};
+static const pa_op pa_op_VarMean = {
+    .ws_api = "aclnnVarMeanGetWorkspaceSize",
+    .launch = {"aclnnVarMean", pa_run_reduce, pa_in_VarMean, pa_out_VarMean},
+    .kernel = PA_REDUCE_VAR_MEAN,
+    .params = pa_params_VarMean,
+    .nparams = 6,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnVarMeanGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, int64_t correction,
+        bool keepdim, aclTensor* varOut, aclTensor* meanOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = varOut}, {.p = meanOut}};
+    return pa_op_plan(&pa_op_VarMean, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnVarMean(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_VarMean.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnStd ---- */
+static const pa_param pa_params_Std[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Std[] = {"self"};
+static const char *const pa_out_Std[] = {"out"};
+static const pa_op pa_op_Std = {
+    .ws_api = "aclnnStdGetWorkspaceSize",
+    .launch = {"aclnnStd", pa_run_reduce, pa_in_Std, pa_out_Std},
+    .kernel = PA_REDUCE_STD,
+    .params = pa_params_Std,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnStdGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, const int64_t correction,
+        bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_Std, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnStd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Std.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnStdMeanCorrection ---- */
+static const pa_param pa_params_StdMeanCorrection[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"stdOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_StdMeanCorrection[] = {"self"};
+static const char *const pa_out_StdMeanCorrection[] = {"stdOut", "meanOut"};
+static const pa_op pa_op_StdMeanCorrection = {
+    .ws_api = "aclnnStdMeanCorrectionGetWorkspaceSize",
+    .launch = {"aclnnStdMeanCorrection", pa_run_reduce, pa_in_StdMeanCorrection, pa_out_StdMeanCorrection},
+    .kernel = PA_REDUCE_STD_MEAN,
+    .params = pa_params_StdMeanCorrection,
+    .nparams = 6,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnStdMeanCorrectionGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim,
+        int64_t correction, bool keepdim, aclTensor* stdOut, aclTensor* meanOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = stdOut}, {.p = meanOut}};
+    return pa_op_plan(&pa_op_StdMeanCorrection, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnStdMeanCorrection(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_StdMeanCorrection.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnCumprod ---- */
+static const pa_param pa_params_Cumprod[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+    {"dim", PA_P_SCALAR, PA_IN, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+};
+static const char *const pa_in_Cumprod[] = {"input"};
+static const char *const pa_out_Cumprod[] = {"out"};
+static const pa_op pa_op_Cumprod = {
+    .ws_api = "aclnnCumprodGetWorkspaceSize",
+    .launch = {"aclnnCumprod", pa_run_scan, pa_in_Cumprod, pa_out_Cumprod},
+    .kernel = PA_SCAN_CUMPROD,
+    .params = pa_params_Cumprod,
+    .nparams = 4,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnCumprodGetWorkspaceSize(const aclTensor* input, const aclScalar* dim, const aclDataType dtype,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = dim}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_Cumprod, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnCumprod(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Cumprod.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceCumprod ---- */
+static const pa_param pa_params_InplaceCumprod[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+    {"dim", PA_P_SCALAR, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceCumprod[] = {"input"};
+static const pa_op pa_op_InplaceCumprod = {
+    .ws_api = "aclnnInplaceCumprodGetWorkspaceSize",
+    .launch = {"aclnnInplaceCumprod", pa_run_scan, pa_in_InplaceCumprod, NULL},
+    .kernel = PA_SCAN_CUMPROD_INPLACE,
+    .params = pa_params_InplaceCumprod,
+    .nparams = 2,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceCumprodGetWorkspaceSize(aclTensor* input, const aclScalar* dim,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = dim}};
+    return pa_op_plan(&pa_op_InplaceCumprod, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceCumprod(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceCumprod.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnCumsum ---- */
 static const pa_param pa_params_Cumsum[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, 0},

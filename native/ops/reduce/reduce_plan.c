@@ -275,9 +275,14 @@ int pa_plan_scan(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor *
     bool desc = false, stable = true;
     switch (kind) {
     case PA_SCAN_CUMSUM: dim_arg = a[1].i, vals = a[3].p; break;
+    case PA_SCAN_CUMPROD: dim_arg = pa_scalar_i(a[1].p), vals = a[3].p; break;
+    case PA_SCAN_CUMPROD_INPLACE: dim_arg = pa_scalar_i(a[1].p), vals = a[0].p; break;
     case PA_SCAN_ARGSORT: dim_arg = a[1].i, desc = a[2].b, idx = a[3].p; break;
     case PA_SCAN_SORT: stable = a[1].b, dim_arg = a[2].i, desc = a[3].b, vals = a[4].p, idx = a[5].p; break;
     default: k = a[1].i, dim_arg = a[2].i, desc = a[3].b, vals = a[5].p, idx = a[6].p; break; /* topk */
+    }
+    if ((kind == PA_SCAN_CUMPROD || kind == PA_SCAN_CUMPROD_INPLACE) && pa_scalar_is_float(a[1].p)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: dim must be an integer scalar (INT32 or INT64)", api);
     }
     int32_t d = 0;
     int rc = wrap_dim(api, "dim", dim_arg, self->ndim, &d);
@@ -291,14 +296,17 @@ int pa_plan_scan(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor *
         if (!a[4].b) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: sorted must be true", api);
         rc = check_same_dtype(api, "valuesOut", vals, self->dtype, "self's");
     }
-    if (rc == 0 && kind == PA_SCAN_CUMSUM) rc = check_same_dtype(api, "out", vals, (aclDataType)a[2].i, "dtype");
+    if (rc == 0 && (kind == PA_SCAN_CUMSUM || kind == PA_SCAN_CUMPROD)) {
+        rc = check_same_dtype(api, "out", vals, (aclDataType)a[2].i, "dtype");
+    }
     if (rc == 0 && kind == PA_SCAN_ARGSORT && self->dtype == ACL_BF16 && len == 1) {
         rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: a BF16 self cannot be sorted along a dim of size 1", api);
     }
     if (rc) return rc;
     int64_t od[PA_MAX_DIMS];
     for (int32_t i = 0; i < self->ndim; i++) od[i] = i == d && k >= 0 ? k : self->dims[i];
-    if (vals) rc = check_shape(api, kind == PA_SCAN_CUMSUM ? "out" : "valuesOut", vals, self->ndim, od);
+    const bool cum = kind == PA_SCAN_CUMSUM || kind == PA_SCAN_CUMPROD || kind == PA_SCAN_CUMPROD_INPLACE;
+    if (vals) rc = check_shape(api, cum ? "out" : "valuesOut", vals, self->ndim, od);
     if (rc == 0 && idx) rc = check_shape(api, kind == PA_SCAN_ARGSORT ? "out" : "indicesOut", idx, self->ndim, od);
     if (rc) return rc;
     scan_plan plan;
@@ -307,7 +315,8 @@ int pa_plan_scan(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor *
     plan.self = pa_tview_of(self);
     plan.out = vals ? pa_tview_of(vals) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
     plan.idx = idx ? pa_tview_of(idx) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
-    plan.sort = kind != PA_SCAN_CUMSUM;
+    plan.sort = !cum;
+    g->prod = kind == PA_SCAN_CUMPROD || kind == PA_SCAN_CUMPROD_INPLACE;
     g->in_dtype = self->dtype;
     g->out_dtype = vals ? vals->dtype : ACL_DT_UNDEFINED;
     g->idx_dtype = idx ? idx->dtype : ACL_DT_UNDEFINED;
@@ -339,8 +348,81 @@ int pa_plan_scan(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor *
     return pa_op_executor(op, &plan, sizeof plan, in_off, 1, out_off, nout, wsz, ws, ex);
 }
 
+/* Prod (self, dtype, out); ProdDim (self, dim, keepDim, dtype, out); LogSumExp (self, dim, keepDim, out);
+ * Var (self, dim, unbiased, keepdim, out); VarCorrection / Std (self, dim, correction, keepdim, out);
+ * StdMeanCorrection / VarMean (self, dim, correction, keepdim, out, meanOut). */
+static int plan_stat(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const int k = op->kernel;
+    const aclTensor *self = a[0].p;
+    const aclTensor *out = NULL, *mean = NULL;
+    bool red[PA_MAX_DIMS];
+    bool keep = false;
+    int rc = ACLNN_SUCCESS;
+    double correction = 0;
+    aclDataType dtype = ACL_DT_UNDEFINED;
+    if (k == PA_REDUCE_PROD) {
+        dtype = (aclDataType)a[1].i, out = a[2].p;
+        for (int32_t i = 0; i < self->ndim; i++) red[i] = true;
+    } else if (k == PA_REDUCE_PROD_DIM) {
+        int32_t d = 0;
+        dtype = (aclDataType)a[3].i, out = a[4].p, keep = a[2].b;
+        rc = wrap_dim(api, "dim", a[1].i, self->ndim, &d);
+        for (int32_t i = 0; i < self->ndim; i++) red[i] = i == d;
+    } else {
+        const aclIntArray *dims = a[1].p;
+        if (k == PA_REDUCE_LOGSUMEXP) keep = a[2].b, out = a[3].p;
+        else {
+            keep = a[3].b, out = a[4].p;
+            correction = k == PA_REDUCE_VAR ? (a[2].b ? 1.0 : 0.0) : (double)a[2].i;
+            if (k == PA_REDUCE_STD_MEAN || k == PA_REDUCE_VAR_MEAN) mean = a[5].p;
+        }
+        rc = dims_mask(api, "dim", self, dims, true, red);
+    }
+    if (rc) return rc;
+    if (k == PA_REDUCE_PROD || k == PA_REDUCE_PROD_DIM) {
+        rc = check_same_dtype(api, "out", out, dtype, "the dtype argument");
+    } else if (k != PA_REDUCE_LOGSUMEXP) {
+        rc = check_same_dtype(api, "out", out, self->dtype, "self's");
+        if (rc == 0 && mean) rc = check_same_dtype(api, "meanOut", mean, self->dtype, "self's");
+    }
+    if (rc) return rc;
+    int64_t od[PA_MAX_DIMS];
+    const int32_t ond = reduced_shape(self, red, keep, od);
+    rc = check_shape(api, "out", out, ond, od);
+    if (rc == 0 && mean) rc = check_shape(api, "meanOut", mean, ond, od);
+    if (rc) return rc;
+    red_plan plan;
+    red_init(&plan, self, out, mean);
+    pa_red_args *g = &plan.args;
+    fill_dims(g, self, red, keep, out, mean);
+    if (k == PA_REDUCE_PROD || k == PA_REDUCE_PROD_DIM) {
+        g->kind = PA_RED_PROD;
+        g->via = dtype;
+        g->int_acc = !pa_dt_is_float(dtype);
+        plan.empty_fill = 1, plan.empty_value = 1;
+    } else if (k == PA_REDUCE_LOGSUMEXP) {
+        g->kind = PA_RED_LOGSUMEXP;
+        plan.empty_fill = 1, plan.empty_value = -INFINITY;
+    } else {
+        g->kind = PA_RED_VAR;
+        g->p = correction;
+        g->want_values = k == PA_REDUCE_STD || k == PA_REDUCE_STD_MEAN;
+        plan.empty_fill = 2, plan.empty_value = NAN; /* the var and the mean of nothing: NaN */
+    }
+    return make_red(op, &plan, ws, ex);
+}
+
 int pa_plan_reduce(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
     switch (op->kernel) {
+    case PA_REDUCE_PROD:
+    case PA_REDUCE_PROD_DIM:
+    case PA_REDUCE_LOGSUMEXP:
+    case PA_REDUCE_VAR:
+    case PA_REDUCE_VAR_CORRECTION:
+    case PA_REDUCE_STD:
+    case PA_REDUCE_STD_MEAN:
+    case PA_REDUCE_VAR_MEAN: return plan_stat(op, a, ws, ex);
     case PA_REDUCE_MAX:
     case PA_REDUCE_MIN: return plan_all_extremum(op, a, ws, ex);
     case PA_REDUCE_MAX_DIM:
@@ -361,19 +443,21 @@ int pa_run_reduce(const void *plan, void *workspace, uint64_t workspace_size) {
     g.out = p->out.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->out) : NULL;
     g.idx = p->idx.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->idx) : NULL;
     if (empty) {
-        if (p->empty_fill && g.out != NULL) {
-            /* every output element gets the empty reduction's value */
-            pa_red_args f = g;
+        for (int w = 0; w < 2; w++) {
+            /* every output element gets the empty reduction's value (empty_fill 2: the second output too) */
+            const pa_tview *v = w == 0 ? &p->out : &p->idx;
+            char *base = w == 0 ? g.out : g.idx;
+            if (p->empty_fill <= w || base == NULL) continue;
             int64_t nout = 1;
-            for (int32_t i = 0; i < p->out.ndim; i++) nout *= p->out.dims[i];
-            const size_t es = pa_cvt_size(p->out.dtype);
+            for (int32_t i = 0; i < v->ndim; i++) nout *= v->dims[i];
+            const size_t es = pa_cvt_size(v->dtype);
             for (int64_t o = 0; o < nout; o++) {
                 int64_t off = 0, r = o;
-                for (int32_t i = p->out.ndim - 1; i >= 0; i--) {
-                    off += (r % p->out.dims[i]) * p->out.strides[i];
-                    r /= p->out.dims[i];
+                for (int32_t i = v->ndim - 1; i >= 0; i--) {
+                    off += (r % v->dims[i]) * v->strides[i];
+                    r /= v->dims[i];
                 }
-                pa_cvt_store_f(f.out + off * (int64_t)es, p->out.dtype, p->empty_value);
+                pa_cvt_store_f(base + off * (int64_t)es, v->dtype, p->empty_value);
             }
         }
         return ACLNN_SUCCESS;

@@ -1,0 +1,214 @@
+"""Prod / ProdDim, LogSumExp, Var / VarCorrection / VarMean / Std /
+StdMeanCorrection and Cumprod (issue 26), against float64 numpy: every dtype
+the table lists, dims and keepdim, strided views, 0-size and 1-element
+tensors, error paths with their status codes, and bit-identical results
+across thread counts and ISA tiers."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pyaclnn
+from pyaclnn import aclnn, optable
+from tiers import bits, supported_tiers
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+NP = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": BF16, "f64": np.dtype(np.float64),
+      "s8": np.dtype(np.int8), "u8": np.dtype(np.uint8), "s16": np.dtype(np.int16), "u16": np.dtype(np.uint16),
+      "s32": np.dtype(np.int32), "u32": np.dtype(np.uint32), "s64": np.dtype(np.int64), "u64": np.dtype(np.uint64),
+      "bool": np.dtype(bool)}
+OPS = optable.by_name()
+REAL = [d for d in NP]
+
+
+def dt(d):
+    return pyaclnn.acl_dtype_of(NP[d])
+
+
+def f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def sample(d, shape, rng, lo=0.5, hi=1.5):
+    t = NP[d]
+    if t == np.dtype(bool):
+        return rng.random(shape) < 0.8
+    if t.kind in "iu":
+        return rng.integers(max(int(np.iinfo(t).min), -3), 4, shape).astype(t)
+    return rng.uniform(lo, hi, shape).astype(t)
+
+
+def close(got, ref, d, k=2.0):
+    """one rounding of the float64 value (k ulp of the dtype for 16-bit dtypes' products)"""
+    eps = float(ml_dtypes.finfo(NP[d]).eps) if NP[d].kind == "f" or NP[d] == BF16 else 0
+    return np.allclose(f64(got), ref, rtol=k * eps, atol=1e-30, equal_nan=True)
+
+
+@pytest.mark.parametrize("d", [d for d in OPS["Prod"].ins.split() if d in NP])
+def test_prod(runtime, d):
+    rng = np.random.default_rng(1)
+    x = sample(d, (4, 6, 5), rng)
+    got = aclnn.Prod(x, dt(d), np.empty((), NP[d]))
+    if NP[d].kind in "iub":
+        assert int(got) == int(np.prod(x.astype(np.int64)).astype(NP[d])), d
+    else:
+        assert close(got, np.prod(f64(x)), d), d
+    for dim, keep in ((1, False), (-1, True), (0, False)):
+        shape = list(x.shape)
+        if keep:
+            shape[dim] = 1
+        else:
+            del shape[dim]
+        got = aclnn.ProdDim(x, dim, keep, dt(d), np.empty(shape, NP[d]))
+        ref = np.prod(x.astype(np.int64) if NP[d].kind in "iub" else f64(x), axis=dim, keepdims=keep)
+        if NP[d].kind in "iub":
+            assert np.array_equal(got, ref.astype(NP[d])), d
+        else:
+            assert close(got, ref, d), d
+
+
+def test_prod_rules(runtime):
+    x = np.arange(1, 13, dtype=np.int32).reshape(3, 4)[:, ::2]  # a strided view
+    assert aclnn.ProdDim(x, 1, False, dt("s64"), np.empty(3, np.int64)).tolist() == [3, 35, 99]
+    # self cast to dtype first: a float product of an integer tensor
+    assert aclnn.Prod(x, dt("f32"), np.empty((), np.float32)) == np.prod(x.astype(np.float64))
+    # empty: 1; a 0-d self
+    assert aclnn.Prod(np.empty((0, 3), np.float32), dt("f32"), np.empty((), np.float32)) == 1
+    assert aclnn.ProdDim(np.empty((2, 0), np.float32), 1, False, dt("f32"), np.empty(2, np.float32)).tolist() == [1, 1]
+    assert aclnn.Prod(np.array(3.0, np.float32), dt("f32"), np.empty((), np.float32)) == 3
+    for bad, status in ((lambda: aclnn.Prod(x, dt("f32"), np.empty((), np.float64)), 161002),
+                        (lambda: aclnn.ProdDim(x, 2, False, dt("f32"), np.empty(3, np.float32)), 161002),
+                        (lambda: aclnn.ProdDim(x, 1, False, dt("f32"), np.empty(4, np.float32)), 161002),
+                        (lambda: aclnn.Prod(None, dt("f32"), np.empty((), np.float32)), 161001)):
+        with pytest.raises(pyaclnn.AclError) as e:
+            bad()
+        assert e.value.status == status
+
+
+@pytest.mark.parametrize("d", OPS["LogSumExp"].ins.split())
+def test_logsumexp(runtime, d):
+    rng = np.random.default_rng(2)
+    x = sample(d, (3, 5, 7), rng, -30, 30)
+    out_d = d if d in ("f32", "f16", "bf16") else "f32"
+    got = aclnn.LogSumExp(x, [0, 2], False, np.empty(5, NP[out_d]))
+    xf = f64(x)
+    m = xf.max((0, 2), keepdims=True)
+    ref = (m + np.log(np.exp(xf - m).sum((0, 2), keepdims=True))).reshape(5)
+    assert close(got, ref, out_d, 1.0), d
+
+
+def test_logsumexp_special(runtime):
+    x = np.array([[1.0, np.inf], [-np.inf, -np.inf], [np.nan, 1.0], [1e30, 1e30]], np.float32)
+    got = aclnn.LogSumExp(x, [1], True, np.empty((4, 1), np.float32))
+    assert got[0, 0] == np.inf and got[1, 0] == -np.inf and np.isnan(got[2, 0])
+    assert got[3, 0] == np.float32(1e30 + np.log(2))
+    # empty dims: everything; an empty self: -inf; transposed view
+    assert aclnn.LogSumExp(np.zeros((2, 2), np.float32), [], False, np.empty((), np.float32)) == np.float32(np.log(4))
+    assert aclnn.LogSumExp(np.empty((0, 3), np.float32), [0], False, np.empty(3, np.float32)).tolist() == [-np.inf] * 3
+    y = np.arange(6, dtype=np.float32).reshape(2, 3).T
+    ref = np.log(np.exp(f64(y)).sum(1))
+    assert close(aclnn.LogSumExp(y, [1], False, np.empty(3, np.float32)), ref, "f32", 1.0)
+    with pytest.raises(pyaclnn.AclError) as e:
+        aclnn.LogSumExp(x, [1], False, np.empty(4, np.int32))
+    assert e.value.status == 161002
+    with pytest.raises(pyaclnn.AclError) as e:
+        aclnn.LogSumExp(x, [1, 1], False, np.empty(4, np.float32))
+    assert e.value.status == 161002
+
+
+@pytest.mark.parametrize("d", ["f32", "f16", "bf16"])
+def test_var_std(runtime, d):
+    rng = np.random.default_rng(3)
+    x = sample(d, (4, 9, 6), rng, -3, 5)
+    xf = f64(x)
+    for dims, corr, keep in (([1], 1, False), ([0, 2], 0, True), ([], 2, False), ([-1], 1, True)):
+        ax = tuple(dims) if dims else None
+        shape = np.var(xf, axis=ax, keepdims=keep).shape
+        v = aclnn.VarCorrection(x, dims, corr, keep, np.empty(shape, NP[d]))
+        assert close(v, np.var(xf, axis=ax, ddof=corr, keepdims=keep), d, 1.0), (dims, corr)
+        s = aclnn.Std(x, dims, corr, keep, np.empty(shape, NP[d]))
+        assert close(s, np.std(xf, axis=ax, ddof=corr, keepdims=keep), d, 1.0), (dims, corr)
+        o, m = np.empty(shape, NP[d]), np.empty(shape, NP[d])
+        aclnn.StdMeanCorrection(x, dims, corr, keep, o, m)
+        assert bits(o) == bits(s) and close(m, np.mean(xf, axis=ax, keepdims=keep), d, 1.0)
+        o2, m2 = np.empty(shape, NP[d]), np.empty(shape, NP[d])
+        aclnn.VarMean(x, dims, corr, keep, o2, m2)
+        assert bits(o2) == bits(v) and bits(m2) == bits(m)
+        vb = aclnn.Var(x, dims, corr == 1, keep, np.empty(shape, NP[d]))
+        if corr in (0, 1):
+            assert bits(vb) == bits(v)
+
+
+def test_var_edges(runtime):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)[:, 1::2]  # strided
+    got = aclnn.VarCorrection(x, [1], 1, False, np.empty(3, np.float32))
+    assert np.array_equal(got, np.var(f64(x), axis=1, ddof=1).astype(np.float32))
+    # one element with correction 1: 0 / 0 = NaN; correction above n: inf-or-NaN as torch (divides by 0)
+    assert np.isnan(aclnn.VarCorrection(np.ones(1, np.float32), [0], 1, False, np.empty((), np.float32)))
+    assert aclnn.Std(np.array([1.0, 2.0], np.float32), [0], 5, False, np.empty((), np.float32)) == np.inf
+    o, m = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    aclnn.StdMeanCorrection(np.empty((0, 3), np.float32), [0], 1, False, o, m)
+    assert np.isnan(o).all() and np.isnan(m).all()
+    for bad in (lambda: aclnn.VarCorrection(x, [1], 1, False, np.empty(3, np.float16)),
+                lambda: aclnn.VarCorrection(x, [2], 1, False, np.empty(3, np.float32)),
+                lambda: aclnn.VarCorrection(x.astype(np.float64), [1], 1, False, np.empty(3, np.float64)),
+                lambda: aclnn.VarMean(x, [1], 1, False, np.empty(3, np.float32), np.empty(2, np.float32))):
+        with pytest.raises(pyaclnn.AclError) as e:
+            bad()
+        assert e.value.status == 161002
+    with pytest.raises(pyaclnn.AclError) as e:
+        aclnn.VarMean(x, [1], 1, False, np.empty(3, np.float32), None)
+    assert e.value.status == 161001
+
+
+@pytest.mark.parametrize("d", OPS["Cumprod"].ins.split())
+def test_cumprod(runtime, d):
+    rng = np.random.default_rng(4)
+    x = sample(d, (3, 7), rng)
+    for dim in (0, 1, -1):
+        got = aclnn.Cumprod(x, aclnn.scalar(dim, np.int64), dt(d), np.empty(x.shape, NP[d]))
+        if NP[d].kind in "iu":
+            ref = np.cumprod(x.astype(np.int64), axis=dim).astype(NP[d])
+            assert np.array_equal(got, ref), (d, dim)
+        else:
+            assert close(got, np.cumprod(f64(x), axis=dim), d, 1.0), (d, dim)
+        y = x.copy()
+        aclnn.InplaceCumprod(y, aclnn.scalar(dim, np.int32))
+        assert bits(y) == bits(got)
+
+
+def test_cumprod_rules(runtime):
+    x = np.arange(1, 13, dtype=np.int32).reshape(3, 4).T  # transposed
+    got = aclnn.Cumprod(x, aclnn.scalar(1, np.int64), dt("f32"), np.empty((4, 3), np.float32))
+    assert np.array_equal(got, np.cumprod(f64(x), axis=1).astype(np.float32))
+    assert aclnn.Cumprod(np.empty((0, 2), np.float32), aclnn.scalar(0, np.int64), dt("f32"),
+                         np.empty((0, 2), np.float32)).shape == (0, 2)
+    assert aclnn.Cumprod(np.array(5.0, np.float32), aclnn.scalar(0, np.int64), dt("f32"),
+                         np.empty((), np.float32)) == 5
+    for bad in (lambda: aclnn.Cumprod(x, aclnn.scalar(2, np.int64), dt("f32"), np.empty((4, 3), np.float32)),
+                lambda: aclnn.Cumprod(x, aclnn.scalar(1, np.int64), dt("f32"), np.empty((4, 3), np.float64)),
+                lambda: aclnn.Cumprod(x, aclnn.scalar(1.0, np.float32), dt("f32"), np.empty((4, 3), np.float32)),
+                lambda: aclnn.Cumprod(x, aclnn.scalar(1, np.int64), dt("f32"), np.empty((3, 4), np.float32))):
+        with pytest.raises(pyaclnn.AclError) as e:
+            bad()
+        assert e.value.status == 161002
+
+
+def test_threads_and_tiers_bitwise(runtime, restore_runtime_knobs):
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.9, 1.1, (37, 300)).astype(np.float32)
+    first = None
+    for tier in supported_tiers():
+        for threads in (1, 2, 3):
+            pyaclnn.set_max_isa(tier)
+            pyaclnn.set_num_threads(threads)
+            o, m = np.empty(300, np.float32), np.empty(300, np.float32)
+            aclnn.StdMeanCorrection(x, [0], 1, False, o, m)
+            r = (aclnn.ProdDim(x, 1, False, dt("f32"), np.empty(37, np.float32)),
+                 aclnn.LogSumExp(x, [1], False, np.empty(37, np.float32)), o, m,
+                 aclnn.Prod(x, dt("f32"), np.empty((), np.float32)),
+                 aclnn.Cumprod(x, aclnn.scalar(1, np.int64), dt("f32"), np.empty_like(x)))
+            if first is None:
+                first = r
+            else:
+                assert all(bits(a) == bits(b) for a, b in zip(r, first)), (tier, threads)
+    _ = REAL
