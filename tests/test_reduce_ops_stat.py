@@ -212,3 +212,35 @@ def test_threads_and_tiers_bitwise(runtime, restore_runtime_knobs):
             else:
                 assert all(bits(a) == bits(b) for a, b in zip(r, first)), (tier, threads)
     _ = REAL
+
+
+@pytest.mark.parametrize("d", OPS["Dot"].ins.split())
+def test_dot(runtime, d):
+    rng = np.random.default_rng(6)
+    x, y = sample(d, (301,), rng, -2, 2), sample(d, (301,), rng, -2, 2)
+    got = aclnn.Dot(x, y, np.empty((), NP[d]))
+    if NP[d].kind in "iu":
+        assert int(got) == int(np.dot(x.astype(np.int64), y.astype(np.int64)).astype(NP[d]))
+    else:
+        assert close(got, np.dot(f64(x), f64(y)), d, 1.0)
+    # strided views
+    got = aclnn.Dot(x[1::3], y[1::3], np.empty((), NP[d]))
+    if NP[d].kind == "f":
+        assert close(got, np.dot(f64(x[1::3]), f64(y[1::3])), d, 1.0)
+
+
+def test_dot_rules(runtime):
+    x = np.ones(4, np.float32)
+    assert aclnn.Dot(np.empty(0, np.float32), np.empty(0, np.float32), np.full((), 7, np.float32)) == 0
+    assert aclnn.Dot(x[:1] * 3, x[:1] * 2, np.empty((), np.float32)) == 6
+    for bad in (lambda: aclnn.Dot(x, np.ones(3, np.float32), np.empty((), np.float32)),
+                lambda: aclnn.Dot(x.reshape(2, 2), x.reshape(2, 2), np.empty((), np.float32)),
+                lambda: aclnn.Dot(x, x.astype(np.float16), np.empty((), np.float32)),
+                lambda: aclnn.Dot(x, x, np.empty((), np.float16)),
+                lambda: aclnn.Dot(x, x, np.empty(1, np.float32))):
+        with pytest.raises(pyaclnn.AclError) as e:
+            bad()
+        assert e.value.status == 161002
+    with pytest.raises(pyaclnn.AclError) as e:
+        aclnn.Dot(x, None, np.empty((), np.float32))
+    assert e.value.status == 161001

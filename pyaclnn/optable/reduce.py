@@ -71,6 +71,10 @@ _red("Std", "aclnn_std.h", T + "self, const aclIntArray* dim, const int64_t corr
 _red("StdMeanCorrection", "aclnn_std_mean_correction.h", T + "self, const aclIntArray* dim, int64_t correction, "
      "bool keepdim, aclTensor* stdOut, aclTensor* meanOut", "STD_MEAN", VAR_DT, VAR_DT, {"meanOut": VAR_DT},
      flags=("out:meanOut",))
+DOT_DT = "f32 f16 bf16 s8 s32 u8"
+_red("Dot", "aclnn_dot.h", T + "self, const aclTensor* tensor, aclTensor* out", "DOT", DOT_DT, DOT_DT,
+     {"tensor": DOT_DT}, note="1-D self and tensor of one dtype; products summed in index order in double "
+     "(int64 for integers)")
 CUMPROD_DT = "f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64"
 _red("Cumprod", "aclnn_cumprod.h", "const aclTensor* input, const aclScalar* dim, const aclDataType dtype, "
      "aclTensor* out", "CUMPROD", CUMPROD_DT, CUMPROD_DT, {"dtype": CUMPROD_DT}, family="scan",

@@ -97,6 +97,25 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
             pa_cvt_store_f(q, a->out_dtype, res);
             break;
         }
+        case PA_RED_DOT: {
+            const char *b2 = a->in2;
+            if (a->int_acc) {
+                uint64_t acc = 0;
+                for (int64_t r = 0; r < n; r++) {
+                    const uint64_t x = (uint64_t)pa_cvt_load_i(base + r * a->red_in[0] * ei, a->in_dtype);
+                    acc += x * (uint64_t)pa_cvt_load_i(b2 + r * a->red_in2[0] * ei, a->in_dtype);
+                }
+                pa_cvt_store_i(q, a->out_dtype, (int64_t)acc);
+            } else {
+                double acc = 0.0;
+                for (int64_t r = 0; r < n; r++) {
+                    acc += pa_cvt_load_f(base + r * a->red_in[0] * ei, a->in_dtype) *
+                           pa_cvt_load_f(b2 + r * a->red_in2[0] * ei, a->in_dtype);
+                }
+                pa_cvt_store_f(q, a->out_dtype, acc);
+            }
+            break;
+        }
         default: { /* PA_RED_VAR: p = correction; out = var (std: its root), idx = the mean */
             double s = 0.0;
             for (int64_t r = 0; r < n; r++) s += stat_ld_f(a, base + stat_red_offset(a, r) * ei);

@@ -7927,6 +7927,34 @@ PA_API aclnnStatus aclnnStdMeanCorrection(void *workspace, uint64_t workspaceSiz
     return pa_executor_launch(&pa_op_StdMeanCorrection.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnDot ---- */
+static const pa_param pa_params_Dot[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800001f) /* f32 f16 bf16 s8 s32 u8 */},
+    {"tensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800001f) /* f32 f16 bf16 s8 s32 u8 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800001f) /* f32 f16 bf16 s8 s32 u8 */},
+};
+static const char *const pa_in_Dot[] = {"self", "tensor"};
+static const char *const pa_out_Dot[] = {"out"};
+static const pa_op pa_op_Dot = {
+    .ws_api = "aclnnDotGetWorkspaceSize",
+    .launch = {"aclnnDot", pa_run_reduce, pa_in_Dot, pa_out_Dot},
+    .kernel = PA_REDUCE_DOT,
+    .params = pa_params_Dot,
+    .nparams = 3,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDotGetWorkspaceSize(const aclTensor* self, const aclTensor* tensor, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = tensor}, {.p = out}};
+    return pa_op_plan(&pa_op_Dot, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDot(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Dot.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnCumprod ---- */
 static const pa_param pa_params_Cumprod[] = {
     {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},

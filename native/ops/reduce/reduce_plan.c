@@ -78,6 +78,7 @@ static int check_same_dtype(const char *api, const char *name, const aclTensor *
 typedef struct red_plan {
     pa_red_args args;
     pa_tview self, out, idx; /* idx: dtype ACL_DT_UNDEFINED when absent */
+    pa_tview self2;          /* Dot's second input */
     /* what to do when self is empty */
     int8_t empty_fill; /* 0: nothing, 1: fill out with empty_value */
     double empty_value;
@@ -413,8 +414,45 @@ static int plan_stat(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecut
     return make_red(op, &plan, ws, ex);
 }
 
+/* Dot (self, tensor, out): two 1-D tensors of one length and dtype, out 0-d. */
+static int plan_dot(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *x = a[0].p, *y = a[1].p, *out = a[2].p;
+    char s1[160], s2[160];
+    if (x->ndim != 1 || y->ndim != 1) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self and tensor must be 1-D, got shapes %s and %s", api,
+                       SHAPE(x, s1), SHAPE(y, s2));
+    }
+    if (x->dims[0] != y->dims[0]) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self shape %s and tensor shape %s must have one length", api,
+                       SHAPE(x, s1), SHAPE(y, s2));
+    }
+    int rc = check_same_dtype(api, "tensor", y, x->dtype, "self's");
+    if (rc == 0) rc = check_same_dtype(api, "out", out, x->dtype, "self's");
+    if (rc == 0 && out->ndim != 0) {
+        rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: out must be 0-D, got shape %s", api, SHAPE(out, s1));
+    }
+    if (rc) return rc;
+    red_plan plan;
+    red_init(&plan, x, out, NULL);
+    plan.self2 = pa_tview_of(y);
+    pa_red_args *g = &plan.args;
+    g->kind = PA_RED_DOT;
+    g->int_acc = !pa_dt_is_float(x->dtype);
+    g->nkeep = 0;
+    g->nred = 1;
+    g->red_dims[0] = x->dims[0];
+    g->red_in[0] = plan.self.strides[0];
+    g->red_in2[0] = plan.self2.strides[0];
+    plan.empty_fill = 1, plan.empty_value = 0;
+    size_t in_off[2] = {offsetof(red_plan, self), offsetof(red_plan, self2)};
+    size_t out_off[1] = {offsetof(red_plan, out)};
+    return pa_op_executor(op, &plan, sizeof plan, in_off, 2, out_off, 1, 0, ws, ex);
+}
+
 int pa_plan_reduce(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
     switch (op->kernel) {
+    case PA_REDUCE_DOT: return plan_dot(op, a, ws, ex);
     case PA_REDUCE_PROD:
     case PA_REDUCE_PROD_DIM:
     case PA_REDUCE_LOGSUMEXP:
@@ -442,6 +480,7 @@ int pa_run_reduce(const void *plan, void *workspace, uint64_t workspace_size) {
     g.in = pa_tview_ptr(&p->self);
     g.out = p->out.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->out) : NULL;
     g.idx = p->idx.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->idx) : NULL;
+    if (g.kind == PA_RED_DOT) g.in2 = pa_tview_ptr(&p->self2);
     if (empty) {
         for (int w = 0; w < 2; w++) {
             /* every output element gets the empty reduction's value (empty_fill 2: the second output too) */
