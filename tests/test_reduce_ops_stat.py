@@ -244,3 +244,41 @@ def test_dot_rules(runtime):
     with pytest.raises(pyaclnn.AclError) as e:
         aclnn.Dot(x, None, np.empty((), np.float32))
     assert e.value.status == 161001
+
+
+@pytest.mark.parametrize("name", ["MseLoss", "L1Loss"])
+@pytest.mark.parametrize("d", ["f32", "f16", "bf16", "s64"])
+def test_losses(runtime, name, d):
+    if d not in OPS[name].ins.split():
+        pytest.skip("not a listed dtype")
+    rng = np.random.default_rng(7)
+    x, y = sample(d, (3, 5, 4), rng, -2, 2), sample(d, (5, 1), rng, -2, 2)  # target broadcasts
+    diff = f64(x) - f64(y)
+    elem = diff ** 2 if name == "MseLoss" else np.abs(diff)
+    got = aclnn.call(name, x, y, 0, np.empty((3, 5, 4), NP[d]))
+    assert np.array_equal(f64(got), elem.astype(NP[d]).astype(np.float64)) if d == "s64" else close(got, elem, d, 1.0)
+    assert close(aclnn.call(name, x, y, 2, np.empty((), NP[d])), elem.sum(), d, 1.0) or d == "s64"
+    if d != "s64":
+        assert close(aclnn.call(name, x, y, 1, np.empty((), NP[d])), elem.mean(), d, 1.0)
+        # a transposed self
+        xt = x[0].T
+        e2 = (f64(xt) - f64(y[:, 0])) ** 2 if name == "MseLoss" else np.abs(f64(xt) - f64(y[:, 0]))
+        assert close(aclnn.call(name, xt, y[:, 0].copy(), 1, np.empty((), NP[d])), e2.mean(), d, 1.0)
+
+
+def test_loss_rules(runtime):
+    x = np.ones((2, 3), np.float32)
+    assert np.isnan(aclnn.MseLoss(np.empty((0, 3), np.float32), np.empty(3, np.float32), 1, np.empty((), np.float32)))
+    assert aclnn.L1Loss(np.empty(0, np.float32), np.empty(0, np.float32), 2, np.full((), 5, np.float32)) == 0
+    assert aclnn.MseLoss(np.array(3.0, np.float32), np.array(1.0, np.float32), 1, np.empty((), np.float32)) == 4
+    i = np.arange(6, dtype=np.int64).reshape(2, 3)
+    assert aclnn.L1Loss(i, i * 0, 2, np.empty((), np.int64)) == 15
+    for bad in (lambda: aclnn.MseLoss(x, x, 3, np.empty((), np.float32)),
+                lambda: aclnn.MseLoss(x, np.ones((3, 3), np.float32), 1, np.empty((), np.float32)),
+                lambda: aclnn.MseLoss(x, x, 0, np.empty((3, 2), np.float32)),
+                lambda: aclnn.MseLoss(x, x, 1, np.empty(1, np.float32)),
+                lambda: aclnn.MseLoss(x, x, 1, np.empty((), np.float16)),
+                lambda: aclnn.L1Loss(i, i, 1, np.empty((), np.int64))):
+        with pytest.raises(pyaclnn.AclError) as e:
+            bad()
+        assert e.value.status == 161002

@@ -75,6 +75,12 @@ DOT_DT = "f32 f16 bf16 s8 s32 u8"
 _red("Dot", "aclnn_dot.h", T + "self, const aclTensor* tensor, aclTensor* out", "DOT", DOT_DT, DOT_DT,
      {"tensor": DOT_DT}, note="1-D self and tensor of one dtype; products summed in index order in double "
      "(int64 for integers)")
+_red("MseLoss", "aclnn_mse_loss.h", T + "self, const aclTensor* target, int64_t reduction, aclTensor* out",
+     "MSE_LOSS", "f32 f16 bf16", "f32 f16 bf16", {"target": "f32 f16 bf16"},
+     note="(self - target)^2, broadcast; reduction 0 none, 1 mean, 2 sum (in double, index order)")
+_red("L1Loss", "aclnn_l1_loss.h", T + "self, const aclTensor* target, int64_t reduction, aclTensor* out",
+     "L1_LOSS", "f32 f16 s64 bf16", "f32 f16 s64 bf16", {"target": "f32 f16 s64 bf16"},
+     note="|self - target|, as MseLoss; mean needs a floating self or target")
 CUMPROD_DT = "f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64"
 _red("Cumprod", "aclnn_cumprod.h", "const aclTensor* input, const aclScalar* dim, const aclDataType dtype, "
      "aclTensor* out", "CUMPROD", CUMPROD_DT, CUMPROD_DT, {"dtype": CUMPROD_DT}, family="scan",

@@ -37,6 +37,7 @@ typedef enum pa_red_kind {
     PA_RED_LOGSUMEXP, /* m + log(sum exp(x - m)), m = max */
     PA_RED_VAR,       /* sum (x - mean)^2 / (n - p); want_values: its root; idx (if set): the mean */
     PA_RED_DOT,       /* sum x * y (y: in2, walked by red_in2) */
+    PA_RED_LOSS,      /* |x - y|^p (p = 1 or 2; y: in2, keep_in2 / red_in2), summed; want_values: the mean */
 } pa_red_kind;
 
 typedef struct pa_red_args {
@@ -53,7 +54,8 @@ typedef struct pa_red_args {
     int64_t keep_dims[PA_RED_MAX_DIMS], keep_in[PA_RED_MAX_DIMS], keep_out[PA_RED_MAX_DIMS],
         keep_idx[PA_RED_MAX_DIMS];
     int64_t red_dims[PA_RED_MAX_DIMS], red_in[PA_RED_MAX_DIMS];
-    int64_t red_in2[PA_RED_MAX_DIMS]; /* DOT: the second input's strides over the reduced dims */
+    int64_t red_in2[PA_RED_MAX_DIMS], keep_in2[PA_RED_MAX_DIMS]; /* DOT, LOSS: the second input's strides */
+    aclDataType in2_dtype; /* LOSS */
     char *in, *out, *idx, *in2;
 } pa_red_args;
 

@@ -245,7 +245,8 @@ static void fold_one(const pa_red_args *a, red_val *v, const char *p, int64_t r)
     case PA_RED_PROD:
     case PA_RED_LOGSUMEXP:
     case PA_RED_VAR:
-    case PA_RED_DOT: break; /* reduce_stat.c */
+    case PA_RED_DOT:
+    case PA_RED_LOSS: break; /* reduce_stat.c */
     }
 }
 

@@ -116,6 +116,45 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
             }
             break;
         }
+        case PA_RED_LOSS: {
+            int64_t i2 = 0;
+            for (int64_t r = o, d = a->nkeep - 1; d >= 0; d--) {
+                i2 += (r % a->keep_dims[d]) * a->keep_in2[d];
+                r /= a->keep_dims[d];
+            }
+            const int64_t e2 = (int64_t)pa_cvt_size(a->in2_dtype);
+            const char *b2 = a->in2 + i2 * e2;
+            if (a->int_acc) {
+                uint64_t acc = 0;
+                for (int64_t r = 0; r < n; r++) {
+                    int64_t o1 = 0, o2 = 0;
+                    for (int64_t t = r, d = a->nred - 1; d >= 0; d--) {
+                        o1 += (t % a->red_dims[d]) * a->red_in[d];
+                        o2 += (t % a->red_dims[d]) * a->red_in2[d];
+                        t /= a->red_dims[d];
+                    }
+                    const uint64_t df = (uint64_t)pa_cvt_load_i(base + o1 * ei, a->in_dtype) -
+                                        (uint64_t)pa_cvt_load_i(b2 + o2 * e2, a->in2_dtype);
+                    const uint64_t ad = (int64_t)df < 0 ? 0 - df : df;
+                    acc += a->p == 2 ? df * df : ad;
+                }
+                pa_cvt_store_i(q, a->out_dtype, (int64_t)acc);
+            } else {
+                double acc = 0.0;
+                for (int64_t r = 0; r < n; r++) {
+                    int64_t o1 = 0, o2 = 0;
+                    for (int64_t t = r, d = a->nred - 1; d >= 0; d--) {
+                        o1 += (t % a->red_dims[d]) * a->red_in[d];
+                        o2 += (t % a->red_dims[d]) * a->red_in2[d];
+                        t /= a->red_dims[d];
+                    }
+                    const double df = pa_cvt_load_f(base + o1 * ei, a->in_dtype) - pa_cvt_load_f(b2 + o2 * e2, a->in2_dtype);
+                    acc += a->p == 2 ? df * df : fabs(df);
+                }
+                pa_cvt_store_f(q, a->out_dtype, a->want_values ? acc / (double)n : acc);
+            }
+            break;
+        }
         default: { /* PA_RED_VAR: p = correction; out = var (std: its root), idx = the mean */
             double s = 0.0;
             for (int64_t r = 0; r < n; r++) s += stat_ld_f(a, base + stat_red_offset(a, r) * ei);

@@ -7955,6 +7955,65 @@ PA_API aclnnStatus aclnnDot(void *workspace, uint64_t workspaceSize, aclOpExecut
     return pa_executor_launch(&pa_op_Dot.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnMseLoss ---- */
+static const pa_param pa_params_MseLoss[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_MseLoss[] = {"self", "target"};
+static const char *const pa_out_MseLoss[] = {"out"};
+static const pa_op pa_op_MseLoss = {
+    .ws_api = "aclnnMseLossGetWorkspaceSize",
+    .launch = {"aclnnMseLoss", pa_run_reduce, pa_in_MseLoss, pa_out_MseLoss},
+    .kernel = PA_REDUCE_MSE_LOSS,
+    .params = pa_params_MseLoss,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMseLossGetWorkspaceSize(const aclTensor* self, const aclTensor* target, int64_t reduction,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.i = (int64_t)reduction}, {.p = out}};
+    return pa_op_plan(&pa_op_MseLoss, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMseLoss(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MseLoss.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnL1Loss ---- */
+static const pa_param pa_params_L1Loss[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000203) /* f32 f16 s64 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000203) /* f32 f16 s64 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000203) /* f32 f16 s64 bf16 */},
+};
+static const char *const pa_in_L1Loss[] = {"self", "target"};
+static const char *const pa_out_L1Loss[] = {"out"};
+static const pa_op pa_op_L1Loss = {
+    .ws_api = "aclnnL1LossGetWorkspaceSize",
+    .launch = {"aclnnL1Loss", pa_run_reduce, pa_in_L1Loss, pa_out_L1Loss},
+    .kernel = PA_REDUCE_L1_LOSS,
+    .params = pa_params_L1Loss,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnL1LossGetWorkspaceSize(const aclTensor* self, const aclTensor* target, int64_t reduction,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.i = (int64_t)reduction}, {.p = out}};
+    return pa_op_plan(&pa_op_L1Loss, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnL1Loss(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_L1Loss.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnCumprod ---- */
 static const pa_param pa_params_Cumprod[] = {
     {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},

@@ -450,8 +450,84 @@ static int plan_dot(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecuto
     return pa_op_executor(op, &plan, sizeof plan, in_off, 2, out_off, 1, 0, ws, ex);
 }
 
+/* MseLoss / L1Loss (self, target, reduction, out): self and target broadcast; reduction 0 none,
+ * 1 mean, 2 sum; out's dtype the promoted one. */
+static int plan_loss(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *x = a[0].p, *y = a[1].p, *out = a[3].p;
+    const int64_t reduction = a[2].i;
+    char s1[160], s2[160];
+    if (reduction < 0 || reduction > 2) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld", api,
+                       (long long)reduction);
+    }
+    const aclDataType pt = pa_dt_promote(x->dtype, y->dtype);
+    if (pt == ACL_DT_UNDEFINED) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self dtype %s and target dtype %s have no promoted dtype", api,
+                       pa_dtype_name(x->dtype), pa_dtype_name(y->dtype));
+    }
+    if (reduction == 1 && !pa_dt_is_float(pt)) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: reduction mean needs a floating self or target, got %s and %s",
+                       api, pa_dtype_name(x->dtype), pa_dtype_name(y->dtype));
+    }
+    int rc = check_same_dtype(api, "out", out, pt, "the promoted dtype of self and target");
+    if (rc) return rc;
+    /* the broadcast shape */
+    const int32_t nd = x->ndim > y->ndim ? x->ndim : y->ndim;
+    int64_t bd[PA_MAX_DIMS];
+    for (int32_t i = 0; i < nd; i++) {
+        const int32_t ix = i - (nd - x->ndim), iy = i - (nd - y->ndim);
+        const int64_t dx = ix >= 0 ? x->dims[ix] : 1, dy = iy >= 0 ? y->dims[iy] : 1;
+        if (dx != dy && dx != 1 && dy != 1) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self shape %s and target shape %s do not broadcast", api,
+                           SHAPE(x, s1), SHAPE(y, s2));
+        }
+        bd[i] = dx == 1 ? dy : dx;
+    }
+    if (reduction == 0) rc = check_shape(api, "out", out, nd, bd);
+    else if (out->ndim != 0) {
+        rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: out must be 0-D for reduction %lld, got shape %s", api,
+                     (long long)reduction, SHAPE(out, s1));
+    }
+    if (rc) return rc;
+    red_plan plan;
+    red_init(&plan, x, out, NULL);
+    plan.self2 = pa_tview_of(y);
+    pa_red_args *g = &plan.args;
+    g->kind = PA_RED_LOSS;
+    g->p = op->kernel == PA_REDUCE_MSE_LOSS ? 2 : 1;
+    g->in2_dtype = y->dtype;
+    g->int_acc = !pa_dt_is_float(pt);
+    g->want_values = reduction == 1;
+    const pa_tview ov = plan.out;
+    for (int32_t i = 0; i < nd; i++) {
+        const int32_t ix = i - (nd - x->ndim), iy = i - (nd - y->ndim);
+        const int64_t sx = ix >= 0 && x->dims[ix] != 1 ? plan.self.strides[ix] : 0;
+        const int64_t sy = iy >= 0 && y->dims[iy] != 1 ? plan.self2.strides[iy] : 0;
+        if (reduction == 0) {
+            g->keep_dims[g->nkeep] = bd[i];
+            g->keep_in[g->nkeep] = sx;
+            g->keep_in2[g->nkeep] = sy;
+            g->keep_out[g->nkeep++] = out->ndim == nd ? ov.strides[i] : 0;
+        } else {
+            g->red_dims[g->nred] = bd[i];
+            g->red_in[g->nred] = sx;
+            g->red_in2[g->nred++] = sy;
+        }
+    }
+    bool empty = false;
+    for (int32_t i = 0; i < nd; i++) empty = empty || bd[i] == 0;
+    plan.empty_fill = reduction != 0 && empty ? 1 : 0;
+    plan.empty_value = reduction == 1 ? NAN : 0;
+    size_t in_off[2] = {offsetof(red_plan, self), offsetof(red_plan, self2)};
+    size_t out_off[1] = {offsetof(red_plan, out)};
+    return pa_op_executor(op, &plan, sizeof plan, in_off, 2, out_off, 1, 0, ws, ex);
+}
+
 int pa_plan_reduce(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
     switch (op->kernel) {
+    case PA_REDUCE_MSE_LOSS:
+    case PA_REDUCE_L1_LOSS: return plan_loss(op, a, ws, ex);
     case PA_REDUCE_DOT: return plan_dot(op, a, ws, ex);
     case PA_REDUCE_PROD:
     case PA_REDUCE_PROD_DIM:
@@ -480,7 +556,7 @@ int pa_run_reduce(const void *plan, void *workspace, uint64_t workspace_size) {
     g.in = pa_tview_ptr(&p->self);
     g.out = p->out.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->out) : NULL;
     g.idx = p->idx.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->idx) : NULL;
-    if (g.kind == PA_RED_DOT) g.in2 = pa_tview_ptr(&p->self2);
+    if (g.kind == PA_RED_DOT || g.kind == PA_RED_LOSS) g.in2 = pa_tview_ptr(&p->self2);
     if (empty) {
         for (int w = 0; w < 2; w++) {
             /* every output element gets the empty reduction's value (empty_fill 2: the second output too) */
