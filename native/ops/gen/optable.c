@@ -8823,7 +8823,7 @@ PA_API aclnnStatus aclnnGatherV2(void *workspace, uint64_t workspaceSize, aclOpE
 static const pa_param pa_params_Gather[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001fdf) /* f32 s32 f16 s8 f64 s16 s64 u64 u32 u16 u8 bool bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"index", PA_P_TENSOR, PA_IN, PA_PF_EMPTY_ANY_DTYPE, UINT64_C(0x208) /* s32 s64 */},
     {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001fdf) /* f32 s32 f16 s8 f64 s16 s64 u64 u32 u16 u8 bool bf16 */},
 };
 static const char *const pa_in_Gather[] = {"self", "index"};
