@@ -282,3 +282,35 @@ def test_loss_rules(runtime):
         with pytest.raises(pyaclnn.AclError) as e:
             bad()
         assert e.value.status == 161002
+
+
+@pytest.mark.parametrize("d", ["f32", "f16", "bf16", "f64"])
+def test_glu(runtime, d):
+    import torch
+    rng = np.random.default_rng(8)
+    x = sample(d, (4, 6, 2), rng, -4, 4)
+    for dim in (0, 1, -1, 2):
+        sh = list(x.shape)
+        sh[dim] //= 2
+        got = aclnn.Glu(x, dim, np.empty(sh, NP[d]))
+        ref = torch.nn.functional.glu(torch.from_numpy(f64(x)), dim).numpy()
+        assert close(got, ref, d, 1.0), (d, dim)
+    # a transposed view
+    xt = x[:, :, 0].T  # (6, 4)
+    got = aclnn.Glu(xt, 0, np.empty((3, 4), NP[d]))
+    assert close(got, torch.nn.functional.glu(torch.from_numpy(f64(xt)), 0).numpy(), d, 1.0)
+
+
+def test_glu_rules(runtime):
+    x = np.ones((3, 4), np.float32)
+    assert aclnn.Glu(np.empty((0, 4), np.float32), 1, np.empty((0, 2), np.float32)).shape == (0, 2)
+    assert aclnn.Glu(np.array([2.0, 0.0], np.float32), 0, np.empty(1, np.float32)) == 1
+    for bad in (lambda: aclnn.Glu(x, 0, np.empty((1, 4), np.float32)),  # odd size
+                lambda: aclnn.Glu(x, 2, np.empty((3, 2), np.float32)),
+                lambda: aclnn.Glu(x, 1, np.empty((3, 4), np.float32)),
+                lambda: aclnn.Glu(x, 1, np.empty((3, 2), np.float16)),
+                lambda: aclnn.Glu(np.array(1.0, np.float32), 0, np.empty((), np.float32)),
+                lambda: aclnn.Glu(x.astype(np.int32), 1, np.empty((3, 2), np.int32))):
+        with pytest.raises(pyaclnn.AclError) as e:
+            bad()
+        assert e.value.status == 161002

@@ -81,6 +81,8 @@ _red("MseLoss", "aclnn_mse_loss.h", T + "self, const aclTensor* target, int64_t 
 _red("L1Loss", "aclnn_l1_loss.h", T + "self, const aclTensor* target, int64_t reduction, aclTensor* out",
      "L1_LOSS", "f32 f16 s64 bf16", "f32 f16 s64 bf16", {"target": "f32 f16 s64 bf16"},
      note="|self - target|, as MseLoss; mean needs a floating self or target")
+_red("Glu", "aclnn_glu.h", T + "self, int64_t dim, const aclTensor* out", "GLU", FLOAT4, FLOAT4,
+     note="a * sigmoid(b), a / b the first / second half of self along dim (even size), in double")
 CUMPROD_DT = "f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64"
 _red("Cumprod", "aclnn_cumprod.h", "const aclTensor* input, const aclScalar* dim, const aclDataType dtype, "
      "aclTensor* out", "CUMPROD", CUMPROD_DT, CUMPROD_DT, {"dtype": CUMPROD_DT}, family="scan",

@@ -37,6 +37,7 @@ typedef enum pa_red_kind {
     PA_RED_LOGSUMEXP, /* m + log(sum exp(x - m)), m = max */
     PA_RED_VAR,       /* sum (x - mean)^2 / (n - p); want_values: its root; idx (if set): the mean */
     PA_RED_DOT,       /* sum x * y (y: in2, walked by red_in2) */
+    PA_RED_GLU,       /* elementwise: a * sigmoid(b), b at a's offset + red_in2[0] (no reduced dims) */
     PA_RED_LOSS,      /* |x - y|^p (p = 1 or 2; y: in2, keep_in2 / red_in2), summed; want_values: the mean */
 } pa_red_kind;
 

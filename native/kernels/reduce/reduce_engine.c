@@ -246,6 +246,7 @@ static void fold_one(const pa_red_args *a, red_val *v, const char *p, int64_t r)
     case PA_RED_LOGSUMEXP:
     case PA_RED_VAR:
     case PA_RED_DOT:
+    case PA_RED_GLU:
     case PA_RED_LOSS: break; /* reduce_stat.c */
     }
 }

@@ -116,6 +116,11 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
             }
             break;
         }
+        case PA_RED_GLU: {
+            const double x = pa_cvt_load_f(base, a->in_dtype), g = pa_cvt_load_f(base + a->red_in2[0] * ei, a->in_dtype);
+            pa_cvt_store_f(q, a->out_dtype, x / (1.0 + exp(-g)));
+            break;
+        }
         case PA_RED_LOSS: {
             int64_t i2 = 0;
             for (int64_t r = o, d = a->nkeep - 1; d >= 0; d--) {

@@ -8014,6 +8014,34 @@ PA_API aclnnStatus aclnnL1Loss(void *workspace, uint64_t workspaceSize, aclOpExe
     return pa_executor_launch(&pa_op_L1Loss.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnGlu ---- */
+static const pa_param pa_params_Glu[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_Glu[] = {"self"};
+static const char *const pa_out_Glu[] = {"out"};
+static const pa_op pa_op_Glu = {
+    .ws_api = "aclnnGluGetWorkspaceSize",
+    .launch = {"aclnnGlu", pa_run_reduce, pa_in_Glu, pa_out_Glu},
+    .kernel = PA_REDUCE_GLU,
+    .params = pa_params_Glu,
+    .nparams = 3,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnGluGetWorkspaceSize(const aclTensor* self, int64_t dim, const aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_Glu, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGlu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Glu.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnCumprod ---- */
 static const pa_param pa_params_Cumprod[] = {
     {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},

@@ -524,8 +524,48 @@ static int plan_loss(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecut
     return pa_op_executor(op, &plan, sizeof plan, in_off, 2, out_off, 1, 0, ws, ex);
 }
 
+/* Glu (self, dim, out): out = a * sigmoid(b), a and b the halves of self along dim. */
+static int plan_glu(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *x = a[0].p, *out = a[2].p;
+    char s1[160];
+    if (x->ndim == 0) return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self must have at least 1 dim, got 0-D", api);
+    int32_t d = 0;
+    int rc = wrap_dim(api, "dim", a[1].i, x->ndim, &d);
+    if (rc == 0 && x->dims[d] % 2 != 0) {
+        rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: self size %lld at dim %d must be even", api,
+                     (long long)x->dims[d], (int)d);
+    }
+    if (rc == 0) rc = check_same_dtype(api, "out", out, x->dtype, "self's");
+    if (rc) return rc;
+    int64_t od[PA_MAX_DIMS];
+    for (int32_t i = 0; i < x->ndim; i++) od[i] = i == d ? x->dims[i] / 2 : x->dims[i];
+    if (out->ndim != x->ndim) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: out must have self's %d dims, got shape %s", api, (int)x->ndim,
+                       SHAPE(out, s1));
+    }
+    rc = check_shape(api, "out", out, x->ndim, od);
+    if (rc) return rc;
+    red_plan plan;
+    red_init(&plan, x, out, NULL);
+    pa_red_args *g = &plan.args;
+    g->kind = PA_RED_GLU;
+    for (int32_t i = 0; i < x->ndim; i++) {
+        g->keep_dims[i] = od[i];
+        g->keep_in[i] = plan.self.strides[i];
+        g->keep_out[i] = plan.out.strides[i];
+    }
+    g->nkeep = x->ndim;
+    g->nred = 0;
+    g->red_in2[0] = od[d] * plan.self.strides[d];
+    size_t in_off[1] = {offsetof(red_plan, self)};
+    size_t out_off[1] = {offsetof(red_plan, out)};
+    return pa_op_executor(op, &plan, sizeof plan, in_off, 1, out_off, 1, 0, ws, ex);
+}
+
 int pa_plan_reduce(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
     switch (op->kernel) {
+    case PA_REDUCE_GLU: return plan_glu(op, a, ws, ex);
     case PA_REDUCE_MSE_LOSS:
     case PA_REDUCE_L1_LOSS: return plan_loss(op, a, ws, ex);
     case PA_REDUCE_DOT: return plan_dot(op, a, ws, ex);
