@@ -314,3 +314,54 @@ def test_glu_rules(runtime):
         with pytest.raises(pyaclnn.AclError) as e:
             bad()
         assert e.value.status == 161002
+
+
+def _bce_ref(x, y, w, pw, red):
+    import torch
+    t = lambda v: None if v is None else torch.from_numpy(f64(v))  # noqa: E731
+    return torch.nn.functional.binary_cross_entropy_with_logits(
+        t(x), t(y), weight=t(w), pos_weight=t(pw), reduction=("none", "mean", "sum")[red]).numpy()
+
+
+@pytest.mark.parametrize("d", ["f32", "f16", "bf16"])
+def test_bce_with_logits(runtime, d):
+    rng = np.random.default_rng(9)
+    x = sample(d, (3, 4, 5), rng, -8, 8)
+    y = sample(d, (3, 4, 5), rng, 0, 1)
+    w, pw = sample(d, (5,), rng, 0, 2), sample(d, (4, 1), rng, 0.5, 2)
+    for weights in ((None, None), (w, None), (None, pw), (w, pw)):
+        for red in (0, 1, 2):
+            out = np.empty((3, 4, 5) if red == 0 else (), NP[d])
+            got = aclnn.BinaryCrossEntropyWithLogits(x, y, *weights, red, out)
+            assert close(got, _bce_ref(x, y, *weights, red), d, 1.0), (d, red)
+    # transposed self / target
+    xt, yt = x[0].T, y[0].T
+    got = aclnn.BinaryCrossEntropyWithLogits(xt, yt, None, None, 0, np.empty((5, 4), NP[d]))
+    assert close(got, _bce_ref(xt, yt, None, None, 0), d, 1.0)
+
+
+def test_bce_with_logits_rules(runtime):
+    x = np.zeros((2, 3), np.float32)
+    got = aclnn.BinaryCrossEntropyWithLogits(x, x, None, None, 1, np.empty((), np.float32))
+    assert got == np.float32(np.log(2))
+    assert np.isnan(aclnn.BinaryCrossEntropyWithLogits(np.empty((0, 3), np.float32), np.empty((0, 3), np.float32),
+                                                       None, None, 1, np.empty((), np.float32)))
+    assert aclnn.BinaryCrossEntropyWithLogits(np.empty(0, np.float32), np.empty(0, np.float32), None, None, 2,
+                                              np.full((), 3, np.float32)) == 0
+    big = np.array([100.0, -100.0], np.float32)  # no overflow in exp
+    got = aclnn.BinaryCrossEntropyWithLogits(big, np.array([1.0, 0.0], np.float32), None, None, 0,
+                                             np.empty(2, np.float32))
+    assert np.all(np.isfinite(got)) and np.all(got < 1e-30)
+    for bad in (lambda: aclnn.BinaryCrossEntropyWithLogits(x, np.zeros(3, np.float32), None, None, 0,
+                                                           np.empty((2, 3), np.float32)),
+                lambda: aclnn.BinaryCrossEntropyWithLogits(x, x, np.ones(2, np.float32), None, 0,
+                                                           np.empty((2, 3), np.float32)),
+                lambda: aclnn.BinaryCrossEntropyWithLogits(x, x, None, None, 3, np.empty((), np.float32)),
+                lambda: aclnn.BinaryCrossEntropyWithLogits(x, x, None, None, 0, np.empty((3, 2), np.float32)),
+                lambda: aclnn.BinaryCrossEntropyWithLogits(x, x, None, None, 1, np.empty((), np.float16))):
+        with pytest.raises(pyaclnn.AclError) as e:
+            bad()
+        assert e.value.status == 161002
+    with pytest.raises(pyaclnn.AclError) as e:
+        aclnn.BinaryCrossEntropyWithLogits(x, None, None, None, 1, np.empty((), np.float32))
+    assert e.value.status == 161001

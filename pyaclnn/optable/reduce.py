@@ -83,6 +83,10 @@ _red("L1Loss", "aclnn_l1_loss.h", T + "self, const aclTensor* target, int64_t re
      note="|self - target|, as MseLoss; mean needs a floating self or target")
 _red("Glu", "aclnn_glu.h", T + "self, int64_t dim, const aclTensor* out", "GLU", FLOAT4, FLOAT4,
      note="a * sigmoid(b), a / b the first / second half of self along dim (even size), in double")
+_red("BinaryCrossEntropyWithLogits", "aclnn_binary_cross_entropy_with_logits.h", T + "self, const aclTensor* target, "
+     "const aclTensor* weightOptional, const aclTensor* posWeightOptional, int64_t reduction, aclTensor* out",
+     "BCE_WITH_LOGITS", FLOAT3, FLOAT3, {n: FLOAT3 for n in ("target", "weightOptional", "posWeightOptional")},
+     note="target the shape of self, the weights broadcast to it; in double, reduction 0 none, 1 mean, 2 sum")
 CUMPROD_DT = "f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64"
 _red("Cumprod", "aclnn_cumprod.h", "const aclTensor* input, const aclScalar* dim, const aclDataType dtype, "
      "aclTensor* out", "CUMPROD", CUMPROD_DT, CUMPROD_DT, {"dtype": CUMPROD_DT}, family="scan",

@@ -38,6 +38,7 @@ typedef enum pa_red_kind {
     PA_RED_VAR,       /* sum (x - mean)^2 / (n - p); want_values: its root; idx (if set): the mean */
     PA_RED_DOT,       /* sum x * y (y: in2, walked by red_in2) */
     PA_RED_GLU,       /* elementwise: a * sigmoid(b), b at a's offset + red_in2[0] (no reduced dims) */
+    PA_RED_BCE,       /* binary cross entropy with logits: x = in, y = in2, weight in3, posWeight in4 (NULL: 1) */
     PA_RED_LOSS,      /* |x - y|^p (p = 1 or 2; y: in2, keep_in2 / red_in2), summed; want_values: the mean */
 } pa_red_kind;
 
@@ -56,7 +57,9 @@ typedef struct pa_red_args {
         keep_idx[PA_RED_MAX_DIMS];
     int64_t red_dims[PA_RED_MAX_DIMS], red_in[PA_RED_MAX_DIMS];
     int64_t red_in2[PA_RED_MAX_DIMS], keep_in2[PA_RED_MAX_DIMS]; /* DOT, LOSS: the second input's strides */
-    aclDataType in2_dtype; /* LOSS */
+    aclDataType in2_dtype, in3_dtype, in4_dtype; /* LOSS, BCE */
+    int64_t keep_in3[PA_RED_MAX_DIMS], keep_in4[PA_RED_MAX_DIMS], red_in3[PA_RED_MAX_DIMS], red_in4[PA_RED_MAX_DIMS];
+    char *in3, *in4;
     char *in, *out, *idx, *in2;
 } pa_red_args;
 

@@ -247,6 +247,7 @@ static void fold_one(const pa_red_args *a, red_val *v, const char *p, int64_t r)
     case PA_RED_VAR:
     case PA_RED_DOT:
     case PA_RED_GLU:
+    case PA_RED_BCE:
     case PA_RED_LOSS: break; /* reduce_stat.c */
     }
 }

@@ -121,6 +121,35 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
             pa_cvt_store_f(q, a->out_dtype, x / (1.0 + exp(-g)));
             break;
         }
+        case PA_RED_BCE: {
+            int64_t i2 = 0, i3 = 0, i4 = 0;
+            for (int64_t r = o, d = a->nkeep - 1; d >= 0; d--) {
+                const int64_t c2 = r % a->keep_dims[d];
+                i2 += c2 * a->keep_in2[d], i3 += c2 * a->keep_in3[d], i4 += c2 * a->keep_in4[d];
+                r /= a->keep_dims[d];
+            }
+            const int64_t e2 = (int64_t)pa_cvt_size(a->in2_dtype);
+            const int64_t e3 = a->in3 ? (int64_t)pa_cvt_size(a->in3_dtype) : 0;
+            const int64_t e4 = a->in4 ? (int64_t)pa_cvt_size(a->in4_dtype) : 0;
+            double acc = 0.0;
+            for (int64_t r = 0; r < n; r++) {
+                int64_t o1 = 0, o2 = 0, o3 = 0, o4 = 0;
+                for (int64_t t = r, d = a->nred - 1; d >= 0; d--) {
+                    const int64_t c2 = t % a->red_dims[d];
+                    o1 += c2 * a->red_in[d], o2 += c2 * a->red_in2[d], o3 += c2 * a->red_in3[d];
+                    o4 += c2 * a->red_in4[d];
+                    t /= a->red_dims[d];
+                }
+                const double x = pa_cvt_load_f(base + o1 * ei, a->in_dtype);
+                const double y = pa_cvt_load_f(a->in2 + (i2 + o2) * e2, a->in2_dtype);
+                const double w = a->in3 ? pa_cvt_load_f(a->in3 + (i3 + o3) * e3, a->in3_dtype) : 1.0;
+                const double pw = a->in4 ? pa_cvt_load_f(a->in4 + (i4 + o4) * e4, a->in4_dtype) : 1.0;
+                const double sp = log1p(exp(-fabs(x))) + (x < 0 ? -x : 0.0); /* -log sigmoid(x) */
+                acc += w * ((1.0 - y) * x + (1.0 + (pw - 1.0) * y) * sp);
+            }
+            pa_cvt_store_f(q, a->out_dtype, a->want_values ? acc / (double)n : acc);
+            break;
+        }
         case PA_RED_LOSS: {
             int64_t i2 = 0;
             for (int64_t r = o, d = a->nkeep - 1; d >= 0; d--) {

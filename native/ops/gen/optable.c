@@ -8042,6 +8042,39 @@ PA_API aclnnStatus aclnnGlu(void *workspace, uint64_t workspaceSize, aclOpExecut
     return pa_executor_launch(&pa_op_Glu.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnBinaryCrossEntropyWithLogits ---- */
+static const pa_param pa_params_BinaryCrossEntropyWithLogits[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"posWeightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_BinaryCrossEntropyWithLogits[] = {"self", "target", "weightOptional", "posWeightOptional"};
+static const char *const pa_out_BinaryCrossEntropyWithLogits[] = {"out"};
+static const pa_op pa_op_BinaryCrossEntropyWithLogits = {
+    .ws_api = "aclnnBinaryCrossEntropyWithLogitsGetWorkspaceSize",
+    .launch = {"aclnnBinaryCrossEntropyWithLogits", pa_run_reduce, pa_in_BinaryCrossEntropyWithLogits, pa_out_BinaryCrossEntropyWithLogits},
+    .kernel = PA_REDUCE_BCE_WITH_LOGITS,
+    .params = pa_params_BinaryCrossEntropyWithLogits,
+    .nparams = 6,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnBinaryCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor* self, const aclTensor* target,
+        const aclTensor* weightOptional, const aclTensor* posWeightOptional, int64_t reduction, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.p = weightOptional}, {.p = posWeightOptional}, {.i = (int64_t)reduction}, {.p = out}};
+    return pa_op_plan(&pa_op_BinaryCrossEntropyWithLogits, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnBinaryCrossEntropyWithLogits(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_BinaryCrossEntropyWithLogits.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnCumprod ---- */
 static const pa_param pa_params_Cumprod[] = {
     {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},

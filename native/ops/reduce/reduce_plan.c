@@ -79,6 +79,7 @@ typedef struct red_plan {
     pa_red_args args;
     pa_tview self, out, idx; /* idx: dtype ACL_DT_UNDEFINED when absent */
     pa_tview self2;          /* Dot's second input */
+    pa_tview self3, self4;   /* BCE's weight, posWeight (dtype ACL_DT_UNDEFINED when NULL) */
     /* what to do when self is empty */
     int8_t empty_fill; /* 0: nothing, 1: fill out with empty_value */
     double empty_value;
@@ -563,8 +564,87 @@ static int plan_glu(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecuto
     return pa_op_executor(op, &plan, sizeof plan, in_off, 1, out_off, 1, 0, ws, ex);
 }
 
+/* BinaryCrossEntropyWithLogits (self, target, weightOptional, posWeightOptional, reduction, out): target
+ * the shape of self, weight / posWeight broadcast to it; out's dtype target's. */
+static int plan_bce(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
+    const char *api = op->ws_api;
+    const aclTensor *x = a[0].p, *y = a[1].p, *w = a[2].p, *pw = a[3].p, *out = a[5].p;
+    const int64_t reduction = a[4].i;
+    char s1[160], s2[160];
+    if (reduction < 0 || reduction > 2) {
+        return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld", api,
+                       (long long)reduction);
+    }
+    int rc = check_same_dtype(api, "out", out, y->dtype, "target's");
+    if (rc == 0) rc = check_shape(api, "target", y, x->ndim, x->dims);
+    if (rc) return rc;
+    bool empty = pa_tensor_numel(x) == 0;
+    const aclTensor *extra[2] = {w, pw};
+    const char *names[2] = {"weightOptional", "posWeightOptional"};
+    for (int k = 0; k < 2 && !empty; k++) {
+        const aclTensor *t = extra[k];
+        if (t == NULL) continue;
+        bool ok = t->ndim <= x->ndim;
+        for (int32_t i = 0; ok && i < t->ndim; i++) {
+            const int64_t dt = t->dims[i], dx = x->dims[i + x->ndim - t->ndim];
+            ok = dt == dx || dt == 1;
+        }
+        if (!ok) {
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: %s shape %s cannot be broadcast to the shape %s of target",
+                           api, names[k], SHAPE(t, s1), SHAPE(y, s2));
+        }
+    }
+    if (reduction == 0) rc = check_shape(api, "out", out, x->ndim, x->dims);
+    else if (out->ndim != 0 && pa_tensor_numel(out) != 1) {
+        rc = pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: out must hold one element for reduction %lld, got shape %s", api,
+                     (long long)reduction, SHAPE(out, s1));
+    }
+    if (rc) return rc;
+    red_plan plan;
+    red_init(&plan, x, out, NULL);
+    plan.self2 = pa_tview_of(y);
+    plan.self3 = w ? pa_tview_of(w) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
+    plan.self4 = pw ? pa_tview_of(pw) : (pa_tview){.dtype = ACL_DT_UNDEFINED};
+    pa_red_args *g = &plan.args;
+    g->kind = PA_RED_BCE;
+    g->in2_dtype = y->dtype;
+    g->in3_dtype = w ? w->dtype : ACL_DT_UNDEFINED;
+    g->in4_dtype = pw ? pw->dtype : ACL_DT_UNDEFINED;
+    g->want_values = reduction == 1;
+    const int32_t nd = x->ndim;
+    for (int32_t i = 0; i < nd; i++) {
+        int64_t s3 = 0, s4 = 0;
+        const int32_t i3 = w ? i - (nd - w->ndim) : -1, i4 = pw ? i - (nd - pw->ndim) : -1;
+        if (i3 >= 0 && w->dims[i3] != 1) s3 = plan.self3.strides[i3];
+        if (i4 >= 0 && pw->dims[i4] != 1) s4 = plan.self4.strides[i4];
+        if (reduction == 0) {
+            g->keep_dims[g->nkeep] = x->dims[i];
+            g->keep_in[g->nkeep] = plan.self.strides[i];
+            g->keep_in2[g->nkeep] = plan.self2.strides[i];
+            g->keep_in3[g->nkeep] = s3;
+            g->keep_in4[g->nkeep] = s4;
+            g->keep_out[g->nkeep++] = plan.out.strides[i];
+        } else {
+            g->red_dims[g->nred] = x->dims[i];
+            g->red_in[g->nred] = plan.self.strides[i];
+            g->red_in2[g->nred] = plan.self2.strides[i];
+            g->red_in3[g->nred] = s3;
+            g->red_in4[g->nred++] = s4;
+        }
+    }
+    plan.empty_fill = reduction != 0 && empty ? 1 : 0;
+    plan.empty_value = reduction == 1 ? NAN : 0;
+    size_t in_off[4] = {offsetof(red_plan, self), offsetof(red_plan, self2)};
+    int nin = 2;
+    if (w) in_off[nin++] = offsetof(red_plan, self3);
+    if (pw) in_off[nin++] = offsetof(red_plan, self4);
+    size_t out_off[1] = {offsetof(red_plan, out)};
+    return pa_op_executor(op, &plan, sizeof plan, in_off, nin, out_off, 1, 0, ws, ex);
+}
+
 int pa_plan_reduce(const pa_op *op, const pa_arg *a, uint64_t *ws, aclOpExecutor **ex) {
     switch (op->kernel) {
+    case PA_REDUCE_BCE_WITH_LOGITS: return plan_bce(op, a, ws, ex);
     case PA_REDUCE_GLU: return plan_glu(op, a, ws, ex);
     case PA_REDUCE_MSE_LOSS:
     case PA_REDUCE_L1_LOSS: return plan_loss(op, a, ws, ex);
@@ -596,7 +676,11 @@ int pa_run_reduce(const void *plan, void *workspace, uint64_t workspace_size) {
     g.in = pa_tview_ptr(&p->self);
     g.out = p->out.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->out) : NULL;
     g.idx = p->idx.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->idx) : NULL;
-    if (g.kind == PA_RED_DOT || g.kind == PA_RED_LOSS) g.in2 = pa_tview_ptr(&p->self2);
+    if (g.kind == PA_RED_DOT || g.kind == PA_RED_LOSS || g.kind == PA_RED_BCE) g.in2 = pa_tview_ptr(&p->self2);
+    if (g.kind == PA_RED_BCE) {
+        g.in3 = p->self3.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->self3) : NULL;
+        g.in4 = p->self4.dtype != ACL_DT_UNDEFINED ? pa_tview_ptr(&p->self4) : NULL;
+    }
     if (empty) {
         for (int w = 0; w < 2; w++) {
             /* every output element gets the empty reduction's value (empty_fill 2: the second output too) */
