@@ -890,3 +890,13 @@ def test_results_do_not_depend_on_threads(runtime, restore_runtime_knobs):
             same(a, b)
     ref = tn(torch.scatter_add(tt(x), 0, tt(idx), tt(src)))
     np.testing.assert_allclose(results[0][0], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_gather_empty_index_any_dtype(runtime):
+    """An empty index passes whatever its dtype (as CANN's check skips empty indices); a non-empty
+    UINT8 index is 161002."""
+    x = np.ones((3, 4), np.float32)
+    assert aclnn.Gather(x, 1, np.empty((3, 0), np.uint8), np.empty((3, 0), np.float32)).shape == (3, 0)
+    with pytest.raises(pyaclnn.AclError) as e:
+        aclnn.Gather(x, 1, np.zeros((3, 1), np.uint8), np.empty((3, 1), np.float32))
+    assert e.value.status == 161002 and "index dtype" in str(e.value)

@@ -154,6 +154,8 @@ class Op:
                 flags.append("PA_PF_NZ")
             if ("int4:" + name) in self.flags:
                 flags.append("PA_PF_INT4")
+            if ("empty_any_dtype:" + name) in self.flags:
+                flags.append("PA_PF_EMPTY_ANY_DTYPE")
             if optional:
                 flags.append("PA_PF_OPTIONAL")
             params.append(Param(ctype, name, kind, io, optional, dts, flags))

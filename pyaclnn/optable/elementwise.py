@@ -109,7 +109,9 @@ _map("ClampMax", "aclnn_clamp.h", T + "self, const aclScalar* clipValueMax, aclT
 _map("InplaceClampMax", "aclnn_clamp.h", "const aclTensor* selfRef, const aclScalar* clipValueMax", "CLAMP",
      "ao p1", CLAMP_DT, compute="out", dtypes={"clipValueMax": CLAMP_DT + " bool"})
 _map("ClampTensor", "aclnn_clamp.h", T + "self, const aclTensor* clipValueMin, const aclTensor* clipValueMax, "
-     "aclTensor* out", "CLAMP_T", "a b c o", CLAMP_DT, CLAMP_DT)
+     "aclTensor* out", "CLAMP_T", "a b c o", CLAMP_DT, CLAMP_DT,
+     flags=("optional:clipValueMin", "optional:clipValueMax", "clamp_one_bound"),
+     note="either bound may be NULL, not both")
 _map("ClampMinTensor", "aclnn_clamp.h", T + "self, const aclTensor* clipValueMin, aclTensor* out",
      "CLAMP_MIN_T", "a b o", CLAMP_DT, CLAMP_DT)
 _map("ClampMaxTensor", "aclnn_clamp.h", T + "self, const aclTensor* max, aclTensor* out", "CLAMP_MAX_T",
@@ -161,6 +163,26 @@ _unary("Cos", "aclnn_cos.h", "COS", ALL12, FLOAT_OUT, compute="self_or_f32", par
 _unary("Tan", "aclnn_tan.h", "TAN", ALL12, FLOAT_OUT, compute="self_or_f32", inplace="const aclTensor* selfRef")
 _unary("Tanh", "aclnn_tanh.h", "TANH", "f32 f16 bool u8 s8 s16 s32 s64 bf16", "f32 f16 bf16", compute="float",
        inplace_ins="f32 f16 bf16")
+TRIG_IN = "f32 f16 f64 s8 s16 s32 s64 bool u8 bf16"
+TRIG_OUT = "f32 f16 f64 bf16"
+for nm, k, arg in (("Asin", "ASIN", "self"), ("Acos", "ACOS", "input"), ("Atan", "ATAN", "input"),
+                   ("Sinh", "SINH", "self"), ("Cosh", "COSH", "self"), ("Asinh", "ASINH", "input"),
+                   ("Acosh", "ACOSH", "self"), ("Atanh", "ATANH", "input")):
+    _unary(nm, "aclnn_%s.h" % nm.lower(), k, TRIG_IN, TRIG_OUT, compute="self_or_f32",
+           params=T + arg + ", aclTensor* out", inplace="aclTensor* %sRef" % arg, inplace_ins=TRIG_OUT,
+           note="computed in double, rounded once" if nm == "Asin" else "")
+_map("Atan2", "aclnn_atan2.h", T + "self, const aclTensor* other, aclTensor* out", "ATAN2", "a b o", TRIG_IN,
+     TRIG_OUT, compute="div", note="atan2(self, other); integer inputs compute in FLOAT")
+_map("InplaceAtan2", "aclnn_atan2.h", "aclTensor* selfRef, aclTensor* other", "ATAN2", "ao b", TRIG_IN,
+     compute="div")
+_unary("Erfinv", "aclnn_erfinv.h", "ERFINV", "f32 f16 bf16 bool s8 s16 s32 s64 u8", FLOAT3, compute="float",
+       inplace="const aclTensor* selfRef", inplace_ins=FLOAT3, note="+-1 give +-inf, |x| > 1 NaN")
+NTN_DT = "f16 f32 bf16 s8 s16 s32 s64 u8 bool"
+_map("NanToNum", "aclnn_nan_to_num.h", T + "self, float nan, float posinf, float neginf, aclTensor* out",
+     "NAN_TO_NUM", "a p0 p1 p2 o", NTN_DT, NTN_DT, compute="self", outrule="same", flags=("no_broadcast",),
+     note="NaN, +inf, -inf replaced (in self's dtype); integers copied")
+_map("InplaceNanToNum", "aclnn_nan_to_num.h", "aclTensor* selfRef, float nan, float posinf, float neginf",
+     "NAN_TO_NUM", "ao p0 p1 p2", NTN_DT, compute="self", outrule="same")
 _unary("Erf", "aclnn_erf.h", "ERF", "f64 f32 f16 bf16 bool s64", FLOAT_OUT, compute="float",
        inplace_ins="f64 f32 f16 bf16")
 _unary("Sign", "aclnn_sign.h", "SIGN", "f64 f32 f16 s32 s64 c64 c128 bool bf16", outrule="same", inplace=None,

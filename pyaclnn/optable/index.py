@@ -71,7 +71,8 @@ ROWS = {
         note="indices in [-size, size) (negative ones wrap, as CANN's kernel is called); out of range: 361001 "
              "at launch")),
     "Gather": ("GATHER", GATHER_DT, GATHER_DT, {"index": IDX}, dict(
-        note="indices in [-size, size); out of range: 361001 at launch")),
+        flags=("empty_any_dtype:index",),
+        note="indices in [-size, size); out of range: 361001 at launch; an empty index may have any dtype")),
     "IndexSelect": ("INDEX_SELECT", SELECT_DT, SELECT_DT, {"index": IDX}, dict(
         note="indices in [0, size); out of range: 361001 at launch")),
     "InplaceIndexCopy": ("INPLACE_INDEX_COPY", COPY_DT, COPY_DT, {"index": IDX}, dict(

@@ -50,6 +50,49 @@ _red("Norm", "aclnn_norm.h", T + "self, const aclScalar* pScalar, const aclIntAr
 _red("LinalgVectorNorm", "aclnn_linalg_vector_norm.h", T + "self, const aclScalar* ord, const aclIntArray* dims, "
      "bool keepDims, const aclDataType dtype, aclTensor* out", "VECTOR_NORM", "f32 f16 bf16",
      "f32 f16 bf16", {"dtype": "f32 f16 bf16"})
+PROD_DT = "f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16"
+_red("Prod", "aclnn_prod.h", T + "self, const aclDataType dtype, aclTensor* out", "PROD", PROD_DT, PROD_DT,
+     {"dtype": PROD_DT}, note="self cast to dtype, multiplied in index order in double (int64 for integers)")
+_red("ProdDim", "aclnn_prod.h", T + "self, int64_t dim, bool keepDim, const aclDataType dtype, aclTensor* out",
+     "PROD_DIM", PROD_DT, PROD_DT, {"dtype": PROD_DT})
+_red("LogSumExp", "aclnn_logsumexp.h", T + "self, const aclIntArray* dim, bool keepDim, aclTensor* out",
+     "LOGSUMEXP", "f32 s32 s64 f16 s16 s8 u8 bool bf16", "f32 f16 bf16",
+     note="max + log(sum(exp(x - max))) in double; empty dim: everything")
+VAR_DT = "f32 f16 bf16"
+_red("Var", "aclnn_var.h", T + "self, const aclIntArray* dim, bool unbiased, bool keepdim, aclTensor* out", "VAR",
+     VAR_DT, VAR_DT, note="two passes in double (the mean, then the squares); empty dim: everything")
+_red("VarCorrection", "aclnn_var.h", T + "self, const aclIntArray* dim, int64_t correction, bool keepdim, "
+     "aclTensor* out", "VAR_CORRECTION", VAR_DT, VAR_DT, note="divides by max(0, n - correction)")
+_red("VarMean", "aclnn_var_mean.h", T + "self, const aclIntArray* dim, int64_t correction, bool keepdim, "
+     "aclTensor* varOut, aclTensor* meanOut", "VAR_MEAN", VAR_DT, VAR_DT, {"meanOut": VAR_DT},
+     flags=("out:meanOut",))
+_red("Std", "aclnn_std.h", T + "self, const aclIntArray* dim, const int64_t correction, bool keepdim, "
+     "aclTensor* out", "STD", VAR_DT, VAR_DT, note="the square root of VarCorrection's value")
+_red("StdMeanCorrection", "aclnn_std_mean_correction.h", T + "self, const aclIntArray* dim, int64_t correction, "
+     "bool keepdim, aclTensor* stdOut, aclTensor* meanOut", "STD_MEAN", VAR_DT, VAR_DT, {"meanOut": VAR_DT},
+     flags=("out:meanOut",))
+DOT_DT = "f32 f16 bf16 s8 s32 u8"
+_red("Dot", "aclnn_dot.h", T + "self, const aclTensor* tensor, aclTensor* out", "DOT", DOT_DT, DOT_DT,
+     {"tensor": DOT_DT}, note="1-D self and tensor of one dtype; products summed in index order in double "
+     "(int64 for integers)")
+_red("MseLoss", "aclnn_mse_loss.h", T + "self, const aclTensor* target, int64_t reduction, aclTensor* out",
+     "MSE_LOSS", "f32 f16 bf16", "f32 f16 bf16", {"target": "f32 f16 bf16"},
+     note="(self - target)^2, broadcast; reduction 0 none, 1 mean, 2 sum (in double, index order)")
+_red("L1Loss", "aclnn_l1_loss.h", T + "self, const aclTensor* target, int64_t reduction, aclTensor* out",
+     "L1_LOSS", "f32 f16 s64 bf16", "f32 f16 s64 bf16", {"target": "f32 f16 s64 bf16"},
+     note="|self - target|, as MseLoss; mean needs a floating self or target")
+_red("Glu", "aclnn_glu.h", T + "self, int64_t dim, const aclTensor* out", "GLU", FLOAT4, FLOAT4,
+     note="a * sigmoid(b), a / b the first / second half of self along dim (even size), in double")
+_red("BinaryCrossEntropyWithLogits", "aclnn_binary_cross_entropy_with_logits.h", T + "self, const aclTensor* target, "
+     "const aclTensor* weightOptional, const aclTensor* posWeightOptional, int64_t reduction, aclTensor* out",
+     "BCE_WITH_LOGITS", FLOAT3, FLOAT3, {n: FLOAT3 for n in ("target", "weightOptional", "posWeightOptional")},
+     note="target the shape of self, the weights broadcast to it; in double, reduction 0 none, 1 mean, 2 sum")
+CUMPROD_DT = "f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64"
+_red("Cumprod", "aclnn_cumprod.h", "const aclTensor* input, const aclScalar* dim, const aclDataType dtype, "
+     "aclTensor* out", "CUMPROD", CUMPROD_DT, CUMPROD_DT, {"dtype": CUMPROD_DT}, family="scan",
+     note="input cast to out's dtype, then a sequential product in double (int64 for integers)")
+_red("InplaceCumprod", "aclnn_cumprod.h", "aclTensor* input, const aclScalar* dim", "CUMPROD_INPLACE", CUMPROD_DT,
+     None, family="scan", note="dim: an integer scalar")
 _red("Cumsum", "aclnn_cumsum.h", T + "self, int64_t dim, aclDataType dtype, aclTensor* out", "CUMSUM", None,
      CUMSUM_DT, {"dtype": CUMSUM_DT}, family="scan",
      note="self cast to out's dtype, then a sequential scan in double (int64 for integers)")

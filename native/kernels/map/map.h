@@ -47,6 +47,10 @@
     X(NEG, 1) X(ABS, 1) X(SIGN, 1) X(SQUARE, 1) X(RECIP, 1) X(SQRT, 1) X(RSQRT, 1)                    \
     X(EXP, 1) X(EXP2, 1) X(EXPM1, 1) X(LOG, 1) X(LOG2, 1) X(LOG10, 1) X(LOG1P, 1)                     \
     X(SIN, 1) X(COS, 1) X(TAN, 1) X(TANH, 1) X(ERF, 1)                                                \
+    X(ASIN, 1) X(ACOS, 1) X(ATAN, 1) X(SINH, 1) X(COSH, 1) X(ASINH, 1) X(ACOSH, 1) X(ATANH, 1)        \
+    X(ERFINV, 1)      /* the inverse of erf; +-1: +-inf, beyond: NaN */                               \
+    X(ATAN2, 2)       /* atan2(a, b) */                                                                \
+    X(NAN_TO_NUM, 1)  /* NaN: p0, +inf: p1, -inf: p2, else x */                                        \
     X(FLOOR, 1) X(CEIL, 1) X(ROUND, 1) X(TRUNC, 1) X(ISFINITE, 1)                                     \
     X(RELU, 1) X(SIGMOID, 1) X(SILU, 1) X(GELU_ERF, 1) X(GELU_TANH, 1) X(MISH, 1)                     \
     X(HARDSIGMOID, 1) X(HARDSWISH, 1)                                                                  \

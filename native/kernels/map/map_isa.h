@@ -31,5 +31,15 @@ float pa_map_floordivf(float a, float b);
 float pa_map_remainderf(float a, float b);
 float pa_map_powf(float a, float b);
 float pa_map_tanf(float x);
+float pa_map_asinf(float x);
+float pa_map_acosf(float x);
+float pa_map_atanf(float x);
+float pa_map_sinhf(float x);
+float pa_map_coshf(float x);
+float pa_map_asinhf(float x);
+float pa_map_acoshf(float x);
+float pa_map_atanhf(float x);
+float pa_map_erfinvf(float x);
+float pa_map_atan2f(float a, float b);
 
 #endif

@@ -13,6 +13,57 @@ float pa_map_sinf_big(float x) { return (float)sin((double)x); }
 float pa_map_cosf_big(float x) { return (float)cos((double)x); }
 float pa_map_powf(float a, float b) { return (float)pow((double)a, (double)b); }
 float pa_map_tanf(float x) { return (float)tan((double)x); }
+float pa_map_asinf(float x) { return (float)asin((double)x); }
+float pa_map_acosf(float x) { return (float)acos((double)x); }
+float pa_map_atanf(float x) { return (float)atan((double)x); }
+float pa_map_sinhf(float x) { return (float)sinh((double)x); }
+float pa_map_coshf(float x) { return (float)cosh((double)x); }
+float pa_map_asinhf(float x) { return (float)asinh((double)x); }
+float pa_map_acoshf(float x) { return (float)acosh((double)x); }
+float pa_map_atanhf(float x) { return (float)atanh((double)x); }
+float pa_map_atan2f(float a, float b) { return (float)atan2((double)a, (double)b); }
+
+/* erfinv in double: a rational first guess (Giles' single-precision form, in
+ * w = -log(1 - x^2)), then three Newton steps on erf(y) - x. */
+static double erfinv_d(double x) {
+    if (isnan(x) || x < -1.0 || x > 1.0) return NAN;
+    if (x == 1.0) return INFINITY;
+    if (x == -1.0) return -INFINITY;
+    if (x == 0.0) return x;
+    const double w = -log((1.0 - x) * (1.0 + x));
+    double p;
+    if (w < 5.0) {
+        const double t = w - 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * t;
+        p = -3.5233877e-06 + p * t;
+        p = -4.39150654e-06 + p * t;
+        p = 0.00021858087 + p * t;
+        p = -0.00125372503 + p * t;
+        p = -0.00417768164 + p * t;
+        p = 0.246640727 + p * t;
+        p = 1.50140941 + p * t;
+    } else {
+        const double t = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * t;
+        p = 0.00134934322 + p * t;
+        p = -0.00367342844 + p * t;
+        p = 0.00573950773 + p * t;
+        p = -0.0076224613 + p * t;
+        p = 0.00943887047 + p * t;
+        p = 1.00167406 + p * t;
+        p = 2.83297682 + p * t;
+    }
+    double y = p * x;
+    for (int it = 0; it < 3; it++) {
+        const double d = 1.1283791670955126 * exp(-y * y); /* erf'(y) */
+        if (!(d > 0.0)) break;
+        y -= (erf(y) - x) / d;
+    }
+    return y;
+}
+float pa_map_erfinvf(float x) { return (float)erfinv_d((double)x); }
 
 /* torch's floor division of floats: exact for exactly representable quotients. */
 #define FLOORDIV_BODY(T, FMOD, FLOOR, HALF)                                                            \
@@ -126,6 +177,17 @@ D1(COS, cos(a))
 D1(TAN, tan(a))
 D1(TANH, tanh(a))
 D1(ERF, erf(a))
+D1(ASIN, asin(a))
+D1(ACOS, acos(a))
+D1(ATAN, atan(a))
+D1(SINH, sinh(a))
+D1(COSH, cosh(a))
+D1(ASINH, asinh(a))
+D1(ACOSH, acosh(a))
+D1(ATANH, atanh(a))
+D1(ERFINV, erfinv_d(a))
+D2(ATAN2, atan2(a, b))
+D1(NAN_TO_NUM, isnan(a) ? P0 : a == INFINITY ? P1 : a == -INFINITY ? P2 : a)
 D1(FLOOR, floor(a))
 D1(CEIL, ceil(a))
 D1(ROUND, nearbyint(a))
@@ -168,6 +230,9 @@ const pa_map_f64_fn pa_map_f64_tab[PA_K_COUNT] = {
     PA_MAP_F64_ENTRY(EXP, 1) PA_MAP_F64_ENTRY(EXP2, 1) PA_MAP_F64_ENTRY(EXPM1, 1) PA_MAP_F64_ENTRY(LOG, 1)
     PA_MAP_F64_ENTRY(LOG2, 1) PA_MAP_F64_ENTRY(LOG10, 1) PA_MAP_F64_ENTRY(LOG1P, 1) PA_MAP_F64_ENTRY(SIN, 1)
     PA_MAP_F64_ENTRY(COS, 1) PA_MAP_F64_ENTRY(TAN, 1) PA_MAP_F64_ENTRY(TANH, 1) PA_MAP_F64_ENTRY(ERF, 1)
+    PA_MAP_F64_ENTRY(ASIN, 1) PA_MAP_F64_ENTRY(ACOS, 1) PA_MAP_F64_ENTRY(ATAN, 1) PA_MAP_F64_ENTRY(SINH, 1)
+    PA_MAP_F64_ENTRY(COSH, 1) PA_MAP_F64_ENTRY(ASINH, 1) PA_MAP_F64_ENTRY(ACOSH, 1) PA_MAP_F64_ENTRY(ATANH, 1)
+    PA_MAP_F64_ENTRY(ERFINV, 1) PA_MAP_F64_ENTRY(ATAN2, 2) PA_MAP_F64_ENTRY(NAN_TO_NUM, 1)
     PA_MAP_F64_ENTRY(FLOOR, 1) PA_MAP_F64_ENTRY(CEIL, 1) PA_MAP_F64_ENTRY(ROUND, 1) PA_MAP_F64_ENTRY(TRUNC, 1) PA_MAP_F64_ENTRY(ISFINITE, 1)
     PA_MAP_F64_ENTRY(RELU, 1) PA_MAP_F64_ENTRY(SIGMOID, 1) PA_MAP_F64_ENTRY(SILU, 1)
     PA_MAP_F64_ENTRY(GELU_ERF, 1) PA_MAP_F64_ENTRY(GELU_TANH, 1) PA_MAP_F64_ENTRY(MISH, 1)
@@ -245,6 +310,7 @@ static int64_t clamp_i(int64_t a, const pa_map_kp *kp) {
 static int64_t sign_i(int64_t a) { return a > 0 ? 1 : a < 0 ? -1 : 0; }
 
 I1(COPY, a)
+I1(NAN_TO_NUM, a) /* integers have no NaN or inf */
 static void i_FILL(int64_t *o, const int64_t *const *in, int64_t n, const pa_map_kp *kp) {
     (void)in;
     for (int64_t i = 0; i < n; i++) o[i] = kp->i[0];
@@ -297,7 +363,7 @@ I3(WHERE, a != 0 ? b : c)
 
 #define PA_MAP_I64_ENTRY(name) [PA_K_##name] = i_##name,
 const pa_map_i64_fn pa_map_i64_tab[PA_K_COUNT] = {
-    PA_MAP_I64_ENTRY(COPY) PA_MAP_I64_ENTRY(FILL) PA_MAP_I64_ENTRY(ADD) PA_MAP_I64_ENTRY(SUB)
+    PA_MAP_I64_ENTRY(COPY) PA_MAP_I64_ENTRY(NAN_TO_NUM) PA_MAP_I64_ENTRY(FILL) PA_MAP_I64_ENTRY(ADD) PA_MAP_I64_ENTRY(SUB)
     PA_MAP_I64_ENTRY(RSUB) PA_MAP_I64_ENTRY(MUL) PA_MAP_I64_ENTRY(DIV_TRUNC) PA_MAP_I64_ENTRY(DIV_FLOOR)
     PA_MAP_I64_ENTRY(REMAINDER) PA_MAP_I64_ENTRY(FMOD) PA_MAP_I64_ENTRY(POW) PA_MAP_I64_ENTRY(MAXIMUM)
     PA_MAP_I64_ENTRY(MINIMUM) PA_MAP_I64_ENTRY(EQ) PA_MAP_I64_ENTRY(NE) PA_MAP_I64_ENTRY(LT) PA_MAP_I64_ENTRY(LE)

@@ -32,6 +32,14 @@ typedef enum pa_red_kind {
     PA_RED_ANY,     /* x != 0 */
     PA_RED_ALL,
     PA_RED_NORM,    /* (sum |x|^p)^(1/p); p = inf / -inf / 0 / 1 / 2 special */
+    /* reduce_stat.c: every output's elements in index order, in double */
+    PA_RED_PROD,      /* product (int_acc: wrapping int64) */
+    PA_RED_LOGSUMEXP, /* m + log(sum exp(x - m)), m = max */
+    PA_RED_VAR,       /* sum (x - mean)^2 / (n - p); want_values: its root; idx (if set): the mean */
+    PA_RED_DOT,       /* sum x * y (y: in2, walked by red_in2) */
+    PA_RED_GLU,       /* elementwise: a * sigmoid(b), b at a's offset + red_in2[0] (no reduced dims) */
+    PA_RED_BCE,       /* binary cross entropy with logits: x = in, y = in2, weight in3, posWeight in4 (NULL: 1) */
+    PA_RED_LOSS,      /* |x - y|^p (p = 1 or 2; y: in2, keep_in2 / red_in2), summed; want_values: the mean */
 } pa_red_kind;
 
 typedef struct pa_red_args {
@@ -48,13 +56,18 @@ typedef struct pa_red_args {
     int64_t keep_dims[PA_RED_MAX_DIMS], keep_in[PA_RED_MAX_DIMS], keep_out[PA_RED_MAX_DIMS],
         keep_idx[PA_RED_MAX_DIMS];
     int64_t red_dims[PA_RED_MAX_DIMS], red_in[PA_RED_MAX_DIMS];
-    char *in, *out, *idx;
+    int64_t red_in2[PA_RED_MAX_DIMS], keep_in2[PA_RED_MAX_DIMS]; /* DOT, LOSS: the second input's strides */
+    aclDataType in2_dtype, in3_dtype, in4_dtype; /* LOSS, BCE */
+    int64_t keep_in3[PA_RED_MAX_DIMS], keep_in4[PA_RED_MAX_DIMS], red_in3[PA_RED_MAX_DIMS], red_in4[PA_RED_MAX_DIMS];
+    char *in3, *in4;
+    char *in, *out, *idx, *in2;
 } pa_red_args;
 
 /* Plan time: merges dims walked contiguously and puts the smallest-stride
  * dims last. */
 void pa_red_simplify(pa_red_args *a);
 void pa_red_run(const pa_red_args *a);
+void pa_red_stat_run(const pa_red_args *a);
 
 /* ---- scans and sorts along one dim ---- */
 
@@ -66,6 +79,7 @@ typedef struct pa_scan_args {
     int64_t len, in_stride, out_stride, idx_stride;
     int64_t k;          /* topk: how many to keep (out length) */
     bool descending, stable, want_values, want_index;
+    bool prod;          /* cumsum_run: a cumulative product instead */
     char *in, *out, *idx;
     void *ws; /* sort: pa_sort_workspace bytes */
 } pa_scan_args;

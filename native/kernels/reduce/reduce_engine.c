@@ -242,6 +242,13 @@ static void fold_one(const pa_red_args *a, red_val *v, const char *p, int64_t r)
         }
         break;
     }
+    case PA_RED_PROD:
+    case PA_RED_LOGSUMEXP:
+    case PA_RED_VAR:
+    case PA_RED_DOT:
+    case PA_RED_GLU:
+    case PA_RED_BCE:
+    case PA_RED_LOSS: break; /* reduce_stat.c */
     }
 }
 
@@ -377,6 +384,10 @@ static void split_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 void pa_red_run(const pa_red_args *a) {
+    if (a->kind >= PA_RED_PROD) {
+        pa_red_stat_run(a);
+        return;
+    }
     red_ctx c;
     memset(&c, 0, sizeof c);
     c.a = a;

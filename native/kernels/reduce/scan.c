@@ -36,8 +36,8 @@ static void cumsum_range(void *ctx, int64_t begin, int64_t end) {
         row_offsets(a, r, &ib, &ob, &xb);
         const char *p = a->in + ib * (int64_t)ei;
         char *q = a->out + ob * (int64_t)eo;
-        double sf = 0;
-        int64_t si = 0;
+        double sf = a->prod ? 1.0 : 0.0;
+        int64_t si = a->prod ? 1 : 0;
         for (int64_t k = 0; k < a->len; k++) {
             const char *pk = p + k * a->in_stride * (int64_t)ei;
             char *qk = q + k * a->out_stride * (int64_t)eo;
@@ -46,10 +46,11 @@ static void cumsum_range(void *ctx, int64_t begin, int64_t end) {
             if (pa_cvt_is_float(a->in_dtype)) pa_cvt_store_f(tmp, a->out_dtype, pa_cvt_load_f(pk, a->in_dtype));
             else pa_cvt_store_i(tmp, a->out_dtype, pa_cvt_load_i(pk, a->in_dtype));
             if (ints) {
-                si = (int64_t)((uint64_t)si + (uint64_t)pa_cvt_load_i(tmp, a->out_dtype));
+                const uint64_t v = (uint64_t)pa_cvt_load_i(tmp, a->out_dtype);
+                si = (int64_t)(a->prod ? (uint64_t)si * v : (uint64_t)si + v);
                 pa_cvt_store_i(qk, a->out_dtype, si);
             } else {
-                sf = sf + pa_cvt_load_f(tmp, a->out_dtype);
+                sf = a->prod ? sf * pa_cvt_load_f(tmp, a->out_dtype) : sf + pa_cvt_load_f(tmp, a->out_dtype);
                 pa_cvt_store_f(qk, a->out_dtype, sf);
             }
         }

@@ -108,7 +108,8 @@ int cv_plan_convolution(const pa_op *op, const pa_arg *a, uint64_t *workspaceSiz
         if (bias->ndim != 1) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: bias must be 1-D, got %d dims", api, (int)bias->ndim);
         }
-        const int64_t want = transposed ? wC * groups : wN;
+        int64_t want = wN; /* groups is checked later: an overflowing product matches no bias */
+        if (transposed && __builtin_mul_overflow(wC, groups, &want)) want = -1;
         if (bias->dims[0] != want) {
             return pa_fail(ACLNN_ERR_PARAM_INVALID,
                            "%s: bias (shape %s) must hold one value per output channel, %lld (%s); weight shape %s",

@@ -33,6 +33,7 @@ typedef enum pa_pio { PA_IN = 0, PA_OUT = 1, PA_INOUT = 2 } pa_pio;
 #define PA_PF_OPTIONAL 1u /* may be NULL */
 #define PA_PF_NZ 2u       /* may be FRACTAL_NZ (private format) */
 #define PA_PF_INT4 4u     /* may be INT4 (half-byte elements) */
+#define PA_PF_EMPTY_ANY_DTYPE 8u /* an empty tensor of any held dtype passes the dtype list */
 
 typedef struct pa_param {
     const char *name;

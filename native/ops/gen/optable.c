@@ -1630,8 +1630,8 @@ PA_API aclnnStatus aclnnInplaceClampMax(void *workspace, uint64_t workspaceSize,
 /* ---- aclnnClampTensor ---- */
 static const pa_param pa_params_ClampTensor[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
-    {"clipValueMin", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
-    {"clipValueMax", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
+    {"clipValueMin", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
+    {"clipValueMax", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
     {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000a5f) /* f16 f32 s32 s64 s16 s8 u8 f64 bf16 */},
 };
 static const char *const pa_in_ClampTensor[] = {"self", "clipValueMin", "clipValueMax"};
@@ -1642,7 +1642,7 @@ static const pa_map_desc pa_map_ClampTensor = {
     .nkmap = 0,
     .compute = PA_MAPR_PROMOTE,
     .outrule = PA_MAPO_CAST,
-    .flags = 0,
+    .flags = PA_MAPF_CLAMP_ONE_BOUND,
 };
 static const pa_op pa_op_ClampTensor = {
     .ws_api = "aclnnClampTensorGetWorkspaceSize",
@@ -2932,6 +2932,763 @@ PA_API aclnnStatus aclnnInplaceTanhGetWorkspaceSize(aclTensor* selfRef, uint64_t
 PA_API aclnnStatus aclnnInplaceTanh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
         aclrtStream stream) {
     return pa_executor_launch(&pa_op_InplaceTanh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAsin ---- */
+static const pa_param pa_params_Asin[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Asin[] = {"self"};
+static const char *const pa_out_Asin[] = {"out"};
+static const pa_map_desc pa_map_Asin = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ASIN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Asin = {
+    .ws_api = "aclnnAsinGetWorkspaceSize",
+    .launch = {"aclnnAsin", pa_run_map, pa_in_Asin, pa_out_Asin},
+    .params = pa_params_Asin,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Asin,
+};
+PA_API aclnnStatus aclnnAsinGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Asin, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAsin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Asin.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAsin ---- */
+static const pa_param pa_params_InplaceAsin[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAsin[] = {"selfRef"};
+static const char *const pa_out_InplaceAsin[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceAsin = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ASIN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAsin = {
+    .ws_api = "aclnnInplaceAsinGetWorkspaceSize",
+    .launch = {"aclnnInplaceAsin", pa_run_map, pa_in_InplaceAsin, pa_out_InplaceAsin},
+    .params = pa_params_InplaceAsin,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAsin,
+};
+PA_API aclnnStatus aclnnInplaceAsinGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceAsin, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAsin(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAsin.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAcos ---- */
+static const pa_param pa_params_Acos[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Acos[] = {"input"};
+static const char *const pa_out_Acos[] = {"out"};
+static const pa_map_desc pa_map_Acos = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ACOS,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Acos = {
+    .ws_api = "aclnnAcosGetWorkspaceSize",
+    .launch = {"aclnnAcos", pa_run_map, pa_in_Acos, pa_out_Acos},
+    .params = pa_params_Acos,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Acos,
+};
+PA_API aclnnStatus aclnnAcosGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Acos, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAcos(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Acos.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAcos ---- */
+static const pa_param pa_params_InplaceAcos[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAcos[] = {"inputRef"};
+static const char *const pa_out_InplaceAcos[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAcos = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ACOS,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAcos = {
+    .ws_api = "aclnnInplaceAcosGetWorkspaceSize",
+    .launch = {"aclnnInplaceAcos", pa_run_map, pa_in_InplaceAcos, pa_out_InplaceAcos},
+    .params = pa_params_InplaceAcos,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAcos,
+};
+PA_API aclnnStatus aclnnInplaceAcosGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAcos, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAcos(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAcos.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAtan ---- */
+static const pa_param pa_params_Atan[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Atan[] = {"input"};
+static const char *const pa_out_Atan[] = {"out"};
+static const pa_map_desc pa_map_Atan = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ATAN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Atan = {
+    .ws_api = "aclnnAtanGetWorkspaceSize",
+    .launch = {"aclnnAtan", pa_run_map, pa_in_Atan, pa_out_Atan},
+    .params = pa_params_Atan,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Atan,
+};
+PA_API aclnnStatus aclnnAtanGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Atan, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAtan(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Atan.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAtan ---- */
+static const pa_param pa_params_InplaceAtan[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAtan[] = {"inputRef"};
+static const char *const pa_out_InplaceAtan[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAtan = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ATAN,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAtan = {
+    .ws_api = "aclnnInplaceAtanGetWorkspaceSize",
+    .launch = {"aclnnInplaceAtan", pa_run_map, pa_in_InplaceAtan, pa_out_InplaceAtan},
+    .params = pa_params_InplaceAtan,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAtan,
+};
+PA_API aclnnStatus aclnnInplaceAtanGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAtan, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAtan(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAtan.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnSinh ---- */
+static const pa_param pa_params_Sinh[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Sinh[] = {"self"};
+static const char *const pa_out_Sinh[] = {"out"};
+static const pa_map_desc pa_map_Sinh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_SINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Sinh = {
+    .ws_api = "aclnnSinhGetWorkspaceSize",
+    .launch = {"aclnnSinh", pa_run_map, pa_in_Sinh, pa_out_Sinh},
+    .params = pa_params_Sinh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Sinh,
+};
+PA_API aclnnStatus aclnnSinhGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Sinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnSinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Sinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceSinh ---- */
+static const pa_param pa_params_InplaceSinh[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceSinh[] = {"selfRef"};
+static const char *const pa_out_InplaceSinh[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceSinh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_SINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceSinh = {
+    .ws_api = "aclnnInplaceSinhGetWorkspaceSize",
+    .launch = {"aclnnInplaceSinh", pa_run_map, pa_in_InplaceSinh, pa_out_InplaceSinh},
+    .params = pa_params_InplaceSinh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceSinh,
+};
+PA_API aclnnStatus aclnnInplaceSinhGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceSinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceSinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceSinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnCosh ---- */
+static const pa_param pa_params_Cosh[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Cosh[] = {"self"};
+static const char *const pa_out_Cosh[] = {"out"};
+static const pa_map_desc pa_map_Cosh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_COSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Cosh = {
+    .ws_api = "aclnnCoshGetWorkspaceSize",
+    .launch = {"aclnnCosh", pa_run_map, pa_in_Cosh, pa_out_Cosh},
+    .params = pa_params_Cosh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Cosh,
+};
+PA_API aclnnStatus aclnnCoshGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Cosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnCosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Cosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceCosh ---- */
+static const pa_param pa_params_InplaceCosh[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceCosh[] = {"selfRef"};
+static const char *const pa_out_InplaceCosh[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceCosh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_COSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceCosh = {
+    .ws_api = "aclnnInplaceCoshGetWorkspaceSize",
+    .launch = {"aclnnInplaceCosh", pa_run_map, pa_in_InplaceCosh, pa_out_InplaceCosh},
+    .params = pa_params_InplaceCosh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceCosh,
+};
+PA_API aclnnStatus aclnnInplaceCoshGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceCosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceCosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceCosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAsinh ---- */
+static const pa_param pa_params_Asinh[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Asinh[] = {"input"};
+static const char *const pa_out_Asinh[] = {"out"};
+static const pa_map_desc pa_map_Asinh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ASINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Asinh = {
+    .ws_api = "aclnnAsinhGetWorkspaceSize",
+    .launch = {"aclnnAsinh", pa_run_map, pa_in_Asinh, pa_out_Asinh},
+    .params = pa_params_Asinh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Asinh,
+};
+PA_API aclnnStatus aclnnAsinhGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Asinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAsinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Asinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAsinh ---- */
+static const pa_param pa_params_InplaceAsinh[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAsinh[] = {"inputRef"};
+static const char *const pa_out_InplaceAsinh[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAsinh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ASINH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAsinh = {
+    .ws_api = "aclnnInplaceAsinhGetWorkspaceSize",
+    .launch = {"aclnnInplaceAsinh", pa_run_map, pa_in_InplaceAsinh, pa_out_InplaceAsinh},
+    .params = pa_params_InplaceAsinh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAsinh,
+};
+PA_API aclnnStatus aclnnInplaceAsinhGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAsinh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAsinh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAsinh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAcosh ---- */
+static const pa_param pa_params_Acosh[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Acosh[] = {"self"};
+static const char *const pa_out_Acosh[] = {"out"};
+static const pa_map_desc pa_map_Acosh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ACOSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Acosh = {
+    .ws_api = "aclnnAcoshGetWorkspaceSize",
+    .launch = {"aclnnAcosh", pa_run_map, pa_in_Acosh, pa_out_Acosh},
+    .params = pa_params_Acosh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Acosh,
+};
+PA_API aclnnStatus aclnnAcoshGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Acosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAcosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Acosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAcosh ---- */
+static const pa_param pa_params_InplaceAcosh[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAcosh[] = {"selfRef"};
+static const char *const pa_out_InplaceAcosh[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceAcosh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ACOSH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAcosh = {
+    .ws_api = "aclnnInplaceAcoshGetWorkspaceSize",
+    .launch = {"aclnnInplaceAcosh", pa_run_map, pa_in_InplaceAcosh, pa_out_InplaceAcosh},
+    .params = pa_params_InplaceAcosh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAcosh,
+};
+PA_API aclnnStatus aclnnInplaceAcoshGetWorkspaceSize(aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceAcosh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAcosh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAcosh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAtanh ---- */
+static const pa_param pa_params_Atanh[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Atanh[] = {"input"};
+static const char *const pa_out_Atanh[] = {"out"};
+static const pa_map_desc pa_map_Atanh = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ATANH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Atanh = {
+    .ws_api = "aclnnAtanhGetWorkspaceSize",
+    .launch = {"aclnnAtanh", pa_run_map, pa_in_Atanh, pa_out_Atanh},
+    .params = pa_params_Atanh,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Atanh,
+};
+PA_API aclnnStatus aclnnAtanhGetWorkspaceSize(const aclTensor* input, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = out}};
+    return pa_op_plan(&pa_op_Atanh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAtanh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Atanh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAtanh ---- */
+static const pa_param pa_params_InplaceAtanh[] = {
+    {"inputRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_InplaceAtanh[] = {"inputRef"};
+static const char *const pa_out_InplaceAtanh[] = {"inputRef"};
+static const pa_map_desc pa_map_InplaceAtanh = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ATANH,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF_OR_F32,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAtanh = {
+    .ws_api = "aclnnInplaceAtanhGetWorkspaceSize",
+    .launch = {"aclnnInplaceAtanh", pa_run_map, pa_in_InplaceAtanh, pa_out_InplaceAtanh},
+    .params = pa_params_InplaceAtanh,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAtanh,
+};
+PA_API aclnnStatus aclnnInplaceAtanhGetWorkspaceSize(aclTensor* inputRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = inputRef}};
+    return pa_op_plan(&pa_op_InplaceAtanh, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAtanh(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAtanh.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnAtan2 ---- */
+static const pa_param pa_params_Atan2[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"other", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 f64 bf16 */},
+};
+static const char *const pa_in_Atan2[] = {"self", "other"};
+static const char *const pa_out_Atan2[] = {"out"};
+static const pa_map_desc pa_map_Atan2 = {
+    .roles = {PA_ROLE_A, PA_ROLE_B, PA_ROLE_OUT},
+    .kernel = PA_K_ATAN2,
+    .nkmap = 0,
+    .compute = PA_MAPR_DIV,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Atan2 = {
+    .ws_api = "aclnnAtan2GetWorkspaceSize",
+    .launch = {"aclnnAtan2", pa_run_map, pa_in_Atan2, pa_out_Atan2},
+    .params = pa_params_Atan2,
+    .nparams = 3,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Atan2,
+};
+PA_API aclnnStatus aclnnAtan2GetWorkspaceSize(const aclTensor* self, const aclTensor* other, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = other}, {.p = out}};
+    return pa_op_plan(&pa_op_Atan2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnAtan2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Atan2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceAtan2 ---- */
+static const pa_param pa_params_InplaceAtan2[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+    {"other", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001a5f) /* f32 f16 f64 s8 s16 s32 s64 bool u8 bf16 */},
+};
+static const char *const pa_in_InplaceAtan2[] = {"selfRef", "other"};
+static const char *const pa_out_InplaceAtan2[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceAtan2 = {
+    .roles = {PA_ROLE_A_OUT, PA_ROLE_B},
+    .kernel = PA_K_ATAN2,
+    .nkmap = 0,
+    .compute = PA_MAPR_DIV,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceAtan2 = {
+    .ws_api = "aclnnInplaceAtan2GetWorkspaceSize",
+    .launch = {"aclnnInplaceAtan2", pa_run_map, pa_in_InplaceAtan2, pa_out_InplaceAtan2},
+    .params = pa_params_InplaceAtan2,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceAtan2,
+};
+PA_API aclnnStatus aclnnInplaceAtan2GetWorkspaceSize(aclTensor* selfRef, aclTensor* other, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.p = other}};
+    return pa_op_plan(&pa_op_InplaceAtan2, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceAtan2(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceAtan2.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnErfinv ---- */
+static const pa_param pa_params_Erfinv[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* f32 f16 bf16 bool s8 s16 s32 s64 u8 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Erfinv[] = {"self"};
+static const char *const pa_out_Erfinv[] = {"out"};
+static const pa_map_desc pa_map_Erfinv = {
+    .roles = {PA_ROLE_A, PA_ROLE_OUT},
+    .kernel = PA_K_ERFINV,
+    .nkmap = 0,
+    .compute = PA_MAPR_FLOAT,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_Erfinv = {
+    .ws_api = "aclnnErfinvGetWorkspaceSize",
+    .launch = {"aclnnErfinv", pa_run_map, pa_in_Erfinv, pa_out_Erfinv},
+    .params = pa_params_Erfinv,
+    .nparams = 2,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_Erfinv,
+};
+PA_API aclnnStatus aclnnErfinvGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = out}};
+    return pa_op_plan(&pa_op_Erfinv, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnErfinv(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Erfinv.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceErfinv ---- */
+static const pa_param pa_params_InplaceErfinv[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_InplaceErfinv[] = {"selfRef"};
+static const char *const pa_out_InplaceErfinv[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceErfinv = {
+    .roles = {PA_ROLE_A_OUT},
+    .kernel = PA_K_ERFINV,
+    .nkmap = 0,
+    .compute = PA_MAPR_FLOAT,
+    .outrule = PA_MAPO_CAST,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceErfinv = {
+    .ws_api = "aclnnInplaceErfinvGetWorkspaceSize",
+    .launch = {"aclnnInplaceErfinv", pa_run_map, pa_in_InplaceErfinv, pa_out_InplaceErfinv},
+    .params = pa_params_InplaceErfinv,
+    .nparams = 1,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceErfinv,
+};
+PA_API aclnnStatus aclnnInplaceErfinvGetWorkspaceSize(const aclTensor* selfRef, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}};
+    return pa_op_plan(&pa_op_InplaceErfinv, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceErfinv(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceErfinv.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnNanToNum ---- */
+static const pa_param pa_params_NanToNum[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* f16 f32 bf16 s8 s16 s32 s64 u8 bool */},
+    {"nan", PA_P_FLOAT, PA_IN, 0, 0},
+    {"posinf", PA_P_FLOAT, PA_IN, 0, 0},
+    {"neginf", PA_P_FLOAT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800125f) /* f16 f32 bf16 s8 s16 s32 s64 u8 bool */},
+};
+static const char *const pa_in_NanToNum[] = {"self"};
+static const char *const pa_out_NanToNum[] = {"out"};
+static const pa_map_desc pa_map_NanToNum = {
+    .roles = {PA_ROLE_A, PA_ROLE_P0, PA_ROLE_P1, PA_ROLE_P2, PA_ROLE_OUT},
+    .kernel = PA_K_NAN_TO_NUM,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = PA_MAPF_NO_BROADCAST,
+};
+static const pa_op pa_op_NanToNum = {
+    .ws_api = "aclnnNanToNumGetWorkspaceSize",
+    .launch = {"aclnnNanToNum", pa_run_map, pa_in_NanToNum, pa_out_NanToNum},
+    .params = pa_params_NanToNum,
+    .nparams = 5,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_NanToNum,
+};
+PA_API aclnnStatus aclnnNanToNumGetWorkspaceSize(const aclTensor* self, float nan, float posinf, float neginf,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.f = (double)nan}, {.f = (double)posinf}, {.f = (double)neginf}, {.p = out}};
+    return pa_op_plan(&pa_op_NanToNum, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnNanToNum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_NanToNum.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceNanToNum ---- */
+static const pa_param pa_params_InplaceNanToNum[] = {
+    {"selfRef", PA_P_TENSOR, PA_INOUT, 0, UINT64_C(0x800125f) /* f16 f32 bf16 s8 s16 s32 s64 u8 bool */},
+    {"nan", PA_P_FLOAT, PA_IN, 0, 0},
+    {"posinf", PA_P_FLOAT, PA_IN, 0, 0},
+    {"neginf", PA_P_FLOAT, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceNanToNum[] = {"selfRef"};
+static const char *const pa_out_InplaceNanToNum[] = {"selfRef"};
+static const pa_map_desc pa_map_InplaceNanToNum = {
+    .roles = {PA_ROLE_A_OUT, PA_ROLE_P0, PA_ROLE_P1, PA_ROLE_P2},
+    .kernel = PA_K_NAN_TO_NUM,
+    .nkmap = 0,
+    .compute = PA_MAPR_SELF,
+    .outrule = PA_MAPO_SAME,
+    .flags = 0,
+};
+static const pa_op pa_op_InplaceNanToNum = {
+    .ws_api = "aclnnInplaceNanToNumGetWorkspaceSize",
+    .launch = {"aclnnInplaceNanToNum", pa_run_map, pa_in_InplaceNanToNum, pa_out_InplaceNanToNum},
+    .params = pa_params_InplaceNanToNum,
+    .nparams = 4,
+    .plan = pa_plan_map,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = &pa_map_InplaceNanToNum,
+};
+PA_API aclnnStatus aclnnInplaceNanToNumGetWorkspaceSize(aclTensor* selfRef, float nan, float posinf, float neginf,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = selfRef}, {.f = (double)nan}, {.f = (double)posinf}, {.f = (double)neginf}};
+    return pa_op_plan(&pa_op_InplaceNanToNum, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceNanToNum(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceNanToNum.launch, workspace, workspaceSize, executor, stream);
 }
 
 /* ---- aclnnErf ---- */
@@ -6925,6 +7682,456 @@ PA_API aclnnStatus aclnnLinalgVectorNorm(void *workspace, uint64_t workspaceSize
     return pa_executor_launch(&pa_op_LinalgVectorNorm.launch, workspace, workspaceSize, executor, stream);
 }
 
+/* ---- aclnnProd ---- */
+static const pa_param pa_params_Prod[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+};
+static const char *const pa_in_Prod[] = {"self"};
+static const char *const pa_out_Prod[] = {"out"};
+static const pa_op pa_op_Prod = {
+    .ws_api = "aclnnProdGetWorkspaceSize",
+    .launch = {"aclnnProd", pa_run_reduce, pa_in_Prod, pa_out_Prod},
+    .kernel = PA_REDUCE_PROD,
+    .params = pa_params_Prod,
+    .nparams = 3,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnProdGetWorkspaceSize(const aclTensor* self, const aclDataType dtype, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_Prod, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnProd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Prod.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnProdDim ---- */
+static const pa_param pa_params_ProdDim[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8031a5f) /* f32 f16 f64 s8 u8 s16 s32 s64 bool c64 c128 bf16 */},
+};
+static const char *const pa_in_ProdDim[] = {"self"};
+static const char *const pa_out_ProdDim[] = {"out"};
+static const pa_op pa_op_ProdDim = {
+    .ws_api = "aclnnProdDimGetWorkspaceSize",
+    .launch = {"aclnnProdDim", pa_run_reduce, pa_in_ProdDim, pa_out_ProdDim},
+    .kernel = PA_REDUCE_PROD_DIM,
+    .params = pa_params_ProdDim,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnProdDimGetWorkspaceSize(const aclTensor* self, int64_t dim, bool keepDim,
+        const aclDataType dtype, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.b = keepDim}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_ProdDim, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnProdDim(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_ProdDim.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnLogSumExp ---- */
+static const pa_param pa_params_LogSumExp[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800125f) /* f32 s32 s64 f16 s16 s8 u8 bool bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"keepDim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_LogSumExp[] = {"self"};
+static const char *const pa_out_LogSumExp[] = {"out"};
+static const pa_op pa_op_LogSumExp = {
+    .ws_api = "aclnnLogSumExpGetWorkspaceSize",
+    .launch = {"aclnnLogSumExp", pa_run_reduce, pa_in_LogSumExp, pa_out_LogSumExp},
+    .kernel = PA_REDUCE_LOGSUMEXP,
+    .params = pa_params_LogSumExp,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnLogSumExpGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = keepDim}, {.p = out}};
+    return pa_op_plan(&pa_op_LogSumExp, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnLogSumExp(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_LogSumExp.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnVar ---- */
+static const pa_param pa_params_Var[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"unbiased", PA_P_BOOL, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Var[] = {"self"};
+static const char *const pa_out_Var[] = {"out"};
+static const pa_op pa_op_Var = {
+    .ws_api = "aclnnVarGetWorkspaceSize",
+    .launch = {"aclnnVar", pa_run_reduce, pa_in_Var, pa_out_Var},
+    .kernel = PA_REDUCE_VAR,
+    .params = pa_params_Var,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnVarGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool unbiased,
+        bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.b = unbiased}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_Var, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnVar(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Var.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnVarCorrection ---- */
+static const pa_param pa_params_VarCorrection[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_VarCorrection[] = {"self"};
+static const char *const pa_out_VarCorrection[] = {"out"};
+static const pa_op pa_op_VarCorrection = {
+    .ws_api = "aclnnVarCorrectionGetWorkspaceSize",
+    .launch = {"aclnnVarCorrection", pa_run_reduce, pa_in_VarCorrection, pa_out_VarCorrection},
+    .kernel = PA_REDUCE_VAR_CORRECTION,
+    .params = pa_params_VarCorrection,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnVarCorrectionGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim,
+        int64_t correction, bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_VarCorrection, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnVarCorrection(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_VarCorrection.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnVarMean ---- */
+static const pa_param pa_params_VarMean[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"varOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_VarMean[] = {"self"};
+static const char *const pa_out_VarMean[] = {"varOut", "meanOut"};
+static const pa_op pa_op_VarMean = {
+    .ws_api = "aclnnVarMeanGetWorkspaceSize",
+    .launch = {"aclnnVarMean", pa_run_reduce, pa_in_VarMean, pa_out_VarMean},
+    .kernel = PA_REDUCE_VAR_MEAN,
+    .params = pa_params_VarMean,
+    .nparams = 6,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnVarMeanGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, int64_t correction,
+        bool keepdim, aclTensor* varOut, aclTensor* meanOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = varOut}, {.p = meanOut}};
+    return pa_op_plan(&pa_op_VarMean, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnVarMean(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_VarMean.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnStd ---- */
+static const pa_param pa_params_Std[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_Std[] = {"self"};
+static const char *const pa_out_Std[] = {"out"};
+static const pa_op pa_op_Std = {
+    .ws_api = "aclnnStdGetWorkspaceSize",
+    .launch = {"aclnnStd", pa_run_reduce, pa_in_Std, pa_out_Std},
+    .kernel = PA_REDUCE_STD,
+    .params = pa_params_Std,
+    .nparams = 5,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnStdGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, const int64_t correction,
+        bool keepdim, aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = out}};
+    return pa_op_plan(&pa_op_Std, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnStd(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Std.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnStdMeanCorrection ---- */
+static const pa_param pa_params_StdMeanCorrection[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"dim", PA_P_INT_ARRAY, PA_IN, 0, 0},
+    {"correction", PA_P_INT, PA_IN, 0, 0},
+    {"keepdim", PA_P_BOOL, PA_IN, 0, 0},
+    {"stdOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"meanOut", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_StdMeanCorrection[] = {"self"};
+static const char *const pa_out_StdMeanCorrection[] = {"stdOut", "meanOut"};
+static const pa_op pa_op_StdMeanCorrection = {
+    .ws_api = "aclnnStdMeanCorrectionGetWorkspaceSize",
+    .launch = {"aclnnStdMeanCorrection", pa_run_reduce, pa_in_StdMeanCorrection, pa_out_StdMeanCorrection},
+    .kernel = PA_REDUCE_STD_MEAN,
+    .params = pa_params_StdMeanCorrection,
+    .nparams = 6,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnStdMeanCorrectionGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim,
+        int64_t correction, bool keepdim, aclTensor* stdOut, aclTensor* meanOut, uint64_t *workspaceSize,
+        aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = dim}, {.i = (int64_t)correction}, {.b = keepdim}, {.p = stdOut}, {.p = meanOut}};
+    return pa_op_plan(&pa_op_StdMeanCorrection, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnStdMeanCorrection(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_StdMeanCorrection.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnDot ---- */
+static const pa_param pa_params_Dot[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800001f) /* f32 f16 bf16 s8 s32 u8 */},
+    {"tensor", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x800001f) /* f32 f16 bf16 s8 s32 u8 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x800001f) /* f32 f16 bf16 s8 s32 u8 */},
+};
+static const char *const pa_in_Dot[] = {"self", "tensor"};
+static const char *const pa_out_Dot[] = {"out"};
+static const pa_op pa_op_Dot = {
+    .ws_api = "aclnnDotGetWorkspaceSize",
+    .launch = {"aclnnDot", pa_run_reduce, pa_in_Dot, pa_out_Dot},
+    .kernel = PA_REDUCE_DOT,
+    .params = pa_params_Dot,
+    .nparams = 3,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnDotGetWorkspaceSize(const aclTensor* self, const aclTensor* tensor, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = tensor}, {.p = out}};
+    return pa_op_plan(&pa_op_Dot, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnDot(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Dot.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnMseLoss ---- */
+static const pa_param pa_params_MseLoss[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_MseLoss[] = {"self", "target"};
+static const char *const pa_out_MseLoss[] = {"out"};
+static const pa_op pa_op_MseLoss = {
+    .ws_api = "aclnnMseLossGetWorkspaceSize",
+    .launch = {"aclnnMseLoss", pa_run_reduce, pa_in_MseLoss, pa_out_MseLoss},
+    .kernel = PA_REDUCE_MSE_LOSS,
+    .params = pa_params_MseLoss,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnMseLossGetWorkspaceSize(const aclTensor* self, const aclTensor* target, int64_t reduction,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.i = (int64_t)reduction}, {.p = out}};
+    return pa_op_plan(&pa_op_MseLoss, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnMseLoss(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_MseLoss.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnL1Loss ---- */
+static const pa_param pa_params_L1Loss[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000203) /* f32 f16 s64 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000203) /* f32 f16 s64 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000203) /* f32 f16 s64 bf16 */},
+};
+static const char *const pa_in_L1Loss[] = {"self", "target"};
+static const char *const pa_out_L1Loss[] = {"out"};
+static const pa_op pa_op_L1Loss = {
+    .ws_api = "aclnnL1LossGetWorkspaceSize",
+    .launch = {"aclnnL1Loss", pa_run_reduce, pa_in_L1Loss, pa_out_L1Loss},
+    .kernel = PA_REDUCE_L1_LOSS,
+    .params = pa_params_L1Loss,
+    .nparams = 4,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnL1LossGetWorkspaceSize(const aclTensor* self, const aclTensor* target, int64_t reduction,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.i = (int64_t)reduction}, {.p = out}};
+    return pa_op_plan(&pa_op_L1Loss, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnL1Loss(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_L1Loss.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnGlu ---- */
+static const pa_param pa_params_Glu[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+    {"dim", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000803) /* f32 f16 bf16 f64 */},
+};
+static const char *const pa_in_Glu[] = {"self"};
+static const char *const pa_out_Glu[] = {"out"};
+static const pa_op pa_op_Glu = {
+    .ws_api = "aclnnGluGetWorkspaceSize",
+    .launch = {"aclnnGlu", pa_run_reduce, pa_in_Glu, pa_out_Glu},
+    .kernel = PA_REDUCE_GLU,
+    .params = pa_params_Glu,
+    .nparams = 3,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnGluGetWorkspaceSize(const aclTensor* self, int64_t dim, const aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.i = (int64_t)dim}, {.p = out}};
+    return pa_op_plan(&pa_op_Glu, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnGlu(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Glu.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnBinaryCrossEntropyWithLogits ---- */
+static const pa_param pa_params_BinaryCrossEntropyWithLogits[] = {
+    {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"target", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"weightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"posWeightOptional", PA_P_TENSOR, PA_IN, PA_PF_OPTIONAL, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+    {"reduction", PA_P_INT, PA_IN, 0, 0},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000003) /* f32 f16 bf16 */},
+};
+static const char *const pa_in_BinaryCrossEntropyWithLogits[] = {"self", "target", "weightOptional", "posWeightOptional"};
+static const char *const pa_out_BinaryCrossEntropyWithLogits[] = {"out"};
+static const pa_op pa_op_BinaryCrossEntropyWithLogits = {
+    .ws_api = "aclnnBinaryCrossEntropyWithLogitsGetWorkspaceSize",
+    .launch = {"aclnnBinaryCrossEntropyWithLogits", pa_run_reduce, pa_in_BinaryCrossEntropyWithLogits, pa_out_BinaryCrossEntropyWithLogits},
+    .kernel = PA_REDUCE_BCE_WITH_LOGITS,
+    .params = pa_params_BinaryCrossEntropyWithLogits,
+    .nparams = 6,
+    .plan = pa_plan_reduce,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnBinaryCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor* self, const aclTensor* target,
+        const aclTensor* weightOptional, const aclTensor* posWeightOptional, int64_t reduction, aclTensor* out,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = self}, {.p = target}, {.p = weightOptional}, {.p = posWeightOptional}, {.i = (int64_t)reduction}, {.p = out}};
+    return pa_op_plan(&pa_op_BinaryCrossEntropyWithLogits, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnBinaryCrossEntropyWithLogits(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_BinaryCrossEntropyWithLogits.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnCumprod ---- */
+static const pa_param pa_params_Cumprod[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+    {"dim", PA_P_SCALAR, PA_IN, 0, 0},
+    {"dtype", PA_P_DTYPE, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+    {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+};
+static const char *const pa_in_Cumprod[] = {"input"};
+static const char *const pa_out_Cumprod[] = {"out"};
+static const pa_op pa_op_Cumprod = {
+    .ws_api = "aclnnCumprodGetWorkspaceSize",
+    .launch = {"aclnnCumprod", pa_run_scan, pa_in_Cumprod, pa_out_Cumprod},
+    .kernel = PA_SCAN_CUMPROD,
+    .params = pa_params_Cumprod,
+    .nparams = 4,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnCumprodGetWorkspaceSize(const aclTensor* input, const aclScalar* dim, const aclDataType dtype,
+        aclTensor* out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = dim}, {.i = (int64_t)dtype}, {.p = out}};
+    return pa_op_plan(&pa_op_Cumprod, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnCumprod(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_Cumprod.launch, workspace, workspaceSize, executor, stream);
+}
+
+/* ---- aclnnInplaceCumprod ---- */
+static const pa_param pa_params_InplaceCumprod[] = {
+    {"input", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8000fdf) /* f32 f16 bf16 f64 s8 s16 s32 s64 u8 u16 u32 u64 */},
+    {"dim", PA_P_SCALAR, PA_IN, 0, 0},
+};
+static const char *const pa_in_InplaceCumprod[] = {"input"};
+static const pa_op pa_op_InplaceCumprod = {
+    .ws_api = "aclnnInplaceCumprodGetWorkspaceSize",
+    .launch = {"aclnnInplaceCumprod", pa_run_scan, pa_in_InplaceCumprod, NULL},
+    .kernel = PA_SCAN_CUMPROD_INPLACE,
+    .params = pa_params_InplaceCumprod,
+    .nparams = 2,
+    .plan = pa_plan_scan,
+    .min_rank = 0,
+    .max_rank = 8,
+    .ext = NULL,
+};
+PA_API aclnnStatus aclnnInplaceCumprodGetWorkspaceSize(aclTensor* input, const aclScalar* dim,
+        uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const pa_arg a[] = {{.p = input}, {.p = dim}};
+    return pa_op_plan(&pa_op_InplaceCumprod, a, workspaceSize, executor);
+}
+PA_API aclnnStatus aclnnInplaceCumprod(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+        aclrtStream stream) {
+    return pa_executor_launch(&pa_op_InplaceCumprod.launch, workspace, workspaceSize, executor, stream);
+}
+
 /* ---- aclnnCumsum ---- */
 static const pa_param pa_params_Cumsum[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, 0},
@@ -7677,7 +8884,7 @@ PA_API aclnnStatus aclnnGatherV2(void *workspace, uint64_t workspaceSize, aclOpE
 static const pa_param pa_params_Gather[] = {
     {"self", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x8001fdf) /* f32 s32 f16 s8 f64 s16 s64 u64 u32 u16 u8 bool bf16 */},
     {"dim", PA_P_INT, PA_IN, 0, 0},
-    {"index", PA_P_TENSOR, PA_IN, 0, UINT64_C(0x208) /* s32 s64 */},
+    {"index", PA_P_TENSOR, PA_IN, PA_PF_EMPTY_ANY_DTYPE, UINT64_C(0x208) /* s32 s64 */},
     {"out", PA_P_TENSOR, PA_OUT, 0, UINT64_C(0x8001fdf) /* f32 s32 f16 s8 f64 s16 s64 u64 u32 u16 u8 bool bf16 */},
 };
 static const char *const pa_in_Gather[] = {"self", "index"};

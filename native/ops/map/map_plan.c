@@ -453,7 +453,22 @@ int pa_plan_map(const pa_op *op, const pa_arg *a, uint64_t *workspaceSize, aclOp
         }
         c.kernel = k;
     }
-    if ((c.d->flags & PA_MAPF_CLAMP_ONE_BOUND) && c.ps[0] == NULL && c.ps[1] == NULL) {
+    if ((c.d->flags & PA_MAPF_CLAMP_ONE_BOUND) && c.kernel == PA_K_CLAMP_T) {
+        /* ClampTensor: either bound may be NULL (not both); one bound is ClampMinTensor / ClampMaxTensor */
+        if (c.t[1] == NULL && c.t[2] == NULL) {
+            return pa_fail(ACLNN_ERR_PARAM_NULLPTR,
+                           "%s: clipValueMin and clipValueMax are both NULL; give at least one", c.api);
+        }
+        if (c.t[2] == NULL) {
+            c.kernel = PA_K_CLAMP_MIN_T;
+        } else if (c.t[1] == NULL) {
+            c.kernel = PA_K_CLAMP_MAX_T;
+            c.t[1] = c.t[2];
+            c.in_name[1] = c.in_name[2];
+            c.t[2] = NULL;
+            c.in_name[2] = NULL;
+        }
+    } else if ((c.d->flags & PA_MAPF_CLAMP_ONE_BOUND) && c.ps[0] == NULL && c.ps[1] == NULL) {
         return pa_fail(ACLNN_ERR_PARAM_NULLPTR, "%s: clipValueMin and clipValueMax are both NULL; give at least one",
                        c.api);
     }
