@@ -365,6 +365,14 @@ def test_fia_decode_chunks(dt, Sq, D, strided):
     assert np.abs(lse - want).max() < 3e-2 * (1 + np.abs(want).max())
 
 
+@pytest.mark.parametrize("dt,L,B,N,Nkv,Sq,Skv,D", [(F16, "BNSD", 1, 4, 4, 1, 700, 32), (BF16, "BSND", 2, 8, 2, 2, 1030, 40),
+                                                   (F32, "BSND", 1, 16, 1, 1, 600, 24), (F16, "BNSD", 1, 4, 2, 8, 555, 16)])
+def test_fa_decode_shapes(dt, L, B, N, Nkv, Sq, Skv, D):
+    """FlashAttentionScore (+Grad) on shapes the decode forward takes (G * Sq <= 16, up to
+    the boundary of 16 rows): the backward's GEMM scores against the decode forward's max / sum."""
+    run_and_check(dt, L, B, N, Nkv, Sq, Skv, D, seed=5)
+
+
 def test_fia_mask_and_causal():
     rng = np.random.default_rng(14)
     B, N, Sq, Skv, D = 1, 4, 40, 60, 32
