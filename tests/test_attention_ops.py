@@ -335,6 +335,44 @@ def test_fia_ggml_paths(L, Sq, dt):
     assert np.abs(lse - want).max() < 3e-2 * (1 + np.abs(want).max())
 
 
+@pytest.mark.parametrize("dt,Sq,D,strided", [(F16, 1, 72, False), (BF16, 2, 64, True), (F16, 3, 128, True)])
+def test_fia_decode_chunks(dt, Sq, D, strided):
+    """The decode kernel: G * Sq <= 16 rows per kv head, a KV length over several
+    512-key chunks (the last one partial), a head size with a tail of the 16 lanes,
+    K / V read through strided views, a pse with -inf and the lse."""
+    rng = np.random.default_rng(21)
+    B, N, Nkv, Skv = 2, 12, 3, 1300
+    q4, k4, v4 = rnd((B, N, Sq, D), dt, rng), rnd((B, Nkv, Skv, D), dt, rng), rnd((B, Nkv, Skv, D), dt, rng)
+    m = np.where(rng.random((B, 1, Sq, Skv)) < 0.2, -np.inf, rng.uniform(-1, 0, (B, 1, Sq, Skv))).astype(dt)
+    m[..., 1000:1200] = -np.inf
+    m[..., 5] = 0
+    pse = np.broadcast_to(m, (B, N, Sq, Skv))
+    k, v = to_layout(k4, "BNSD"), to_layout(v4, "BNSD")
+    if strided:  # head dim strided: K as a transposed view, V every other element
+        k = np.ascontiguousarray(k.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+        v2 = np.zeros(v.shape[:3] + (2 * D,), v.dtype)
+        v2[..., ::2] = v
+        v = v2[..., ::2]
+    lse = np.zeros((B, N, Sq, 1), np.float32)
+    scale = 1.0 / np.sqrt(D)
+    out = fia(to_layout(q4, "BNSD"), k, v, N, Nkv, scale, "BNSD", pse=pse, lse=lse)
+    ok = np.ones((B, N, Sq, Skv), bool)
+    ro, _ = ref_attention(q4, k4, v4, ok, scale, np.asarray(pse, np.float64), False)
+    close(out, ro.detach().numpy(), dt, "fia decode out")
+    G = N // Nkv
+    s = (t64(q4) @ t64(k4).repeat_interleave(G, 1).transpose(-1, -2)) * scale + t64(np.asarray(pse, np.float32))
+    want = torch.logsumexp(s, -1, keepdim=True).numpy()
+    assert np.abs(lse - want).max() < 3e-2 * (1 + np.abs(want).max())
+
+
+@pytest.mark.parametrize("dt,L,B,N,Nkv,Sq,Skv,D", [(F16, "BNSD", 1, 4, 4, 1, 700, 32), (BF16, "BSND", 2, 8, 2, 2, 1030, 40),
+                                                   (F32, "BSND", 1, 16, 1, 1, 600, 24), (F16, "BNSD", 1, 4, 2, 8, 555, 16)])
+def test_fa_decode_shapes(dt, L, B, N, Nkv, Sq, Skv, D):
+    """FlashAttentionScore (+Grad) on shapes the decode forward takes (G * Sq <= 16, up to
+    the boundary of 16 rows): the backward's GEMM scores against the decode forward's max / sum."""
+    run_and_check(dt, L, B, N, Nkv, Sq, Skv, D, seed=5)
+
+
 def test_fia_mask_and_causal():
     rng = np.random.default_rng(14)
     B, N, Sq, Skv, D = 1, 4, 40, 60, 32
@@ -380,6 +418,7 @@ def test_bits_across_threads_and_tiers(restore_runtime_knobs):
     mask = np.triu(np.ones((2048, 2048), bool), 1)
     q, k, v, dy = (rnd(s, BF16, rng) for s in ((1, 4, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), (1, 4, 150, 64)))
     qd, kd = rnd((1, 8, 1, 64), F16, rng), rnd((1, 2, 300, 64), F16, rng)
+    qe, ke, ve = rnd((2, 8, 2, 40), BF16, rng), rnd((2, 2, 1100, 40), BF16, rng), rnd((2, 2, 1100, 40), BF16, rng)
     ref = None
     for tier in supported_tiers():
         for threads in (1, 2, 3):
@@ -388,7 +427,9 @@ def test_bits_across_threads_and_tiers(restore_runtime_knobs):
             out, mx, sm = fa(q, k, v, "BNSD", 4, 0.125, 2, mask, None, drop, 0.9)
             g = fa_grad(q, k, v, dy, out, mx, sm, "BNSD", 4, 0.125, 2, mask, None, drop, 0.9)
             d = fia(qd, kd, kd, 8, 2, 0.125, "BNSD")
-            got = b"".join(bits(a) for a in (out, mx, sm, *g, d))
+            lse = np.zeros((2, 8, 2, 1), np.float32)
+            e = fia(qe, ke, ve, 8, 2, 0.125, "BNSD", lse=lse)  # decode over three 512-key chunks
+            got = b"".join(bits(a) for a in (out, mx, sm, *g, d, e, lse))
             if ref is None:
                 ref = got
             assert got == ref, (tier, threads)

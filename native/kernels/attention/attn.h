@@ -20,8 +20,27 @@
  *   where drop(e)_j = bit ? e_j * (1/keep) : 0 and round() is V's dtype.
  * Then out_i = acc / l in out's dtype (0 when l == 0: a row without allowed
  * key), max = m, sum = l (repeated stat_rep times), lse = m + log(l).
- * When Sq == 1 the G = N / Nkv query heads of a kv head are one block of rows
- * (the decode shape reads the KV cache once per group).
+ * Decode (forward with G * Sq <= PA_ATTN_DEC_ROWS, G = N / Nkv): the G * Sq
+ * rows of a kv head (row h * Sq + i: head g*G + h, query i) read each K and V
+ * row once, converted to fp32 on the fly, and the definition above changes in
+ * three places:
+ *   - the score product is a 16-lane dot: acc_l = +0 (l < 16); for c in
+ *     increasing order acc_l = fmaf(q_{16c+l}, k_{16c+l}, acc_l) (both 0 past
+ *     Dk); then t8_l = acc_l + acc_{l+8}, t4_l = t8_l + t8_{l+4},
+ *     t2_l = t4_l + t4_{l+2}, s = t2_0 + t2_1 (then scale / pse / band / mask
+ *     as above, pse OUTER as s*scale, then + pse);
+ *   - V: acc = acc * c, then for j in increasing order
+ *     acc_d = fmaf(round(drop(e))_j, v_jd, acc_d)   (one chain, no GEMM);
+ *   - the keys are cut into fixed chunks of PA_ATTN_DEC_CHUNK keys (chunk
+ *     boundaries at multiples of it, blocks of BC inside a chunk from its
+ *     start); each chunk runs the online softmax above from m = -inf, l = 0,
+ *     acc = 0 on its own (the blocks that hold a key the band allows to some
+ *     row of the group), giving (m_c, l_c, acc_c); then, in increasing c over
+ *     the chunks with m_c > -inf: M = max m_c;  w_c = m_c == M ? 1 : exp(m_c - M)
+ *     (nn_vec exp);  L = L + l_c * w_c;  A_d = A_d + acc_c,d * w_c  (from +0);
+ *     out = A / L (0 if no chunk: L = 0), max = M, sum = L, lse = M + log(L).
+ *   Chunks are the threads' units, so the bits do not depend on the threads.
+ *   (The backward keeps the GEMM definition, against these max / sum.)
  *
  * Backward, per (b, g), for each key block t (increasing), for each query
  * head of the group (increasing) and each block of BR query rows
@@ -42,6 +61,8 @@
 
 #define PA_ATTN_BR 64  /* query rows per block */
 #define PA_ATTN_BC 128 /* keys per block */
+#define PA_ATTN_DEC_ROWS 16     /* at most this many rows per kv head take the decode kernel */
+#define PA_ATTN_DEC_CHUNK 512   /* keys per decode chunk */
 
 /* A 4-D operand: element (b, n, s, d) at p + off + b*sb + n*sn + s*ss + d*sd
  * (elements of dtype dt, a pa_gemm_dt). For pse and masks d is the key. */
@@ -89,6 +110,14 @@ typedef struct pa_attn_rows {
     void (*mask)(float *x, const uint8_t *m, int64_t sm, int64_t n);          /* x = -inf where m[i*sm] */
     void (*drop)(float *y, const float *x, const uint8_t *bits, uint64_t bit0, float rk, int64_t n);
     void (*ds)(float *ds, const float *p, const float *dp, float di, int64_t n); /* p * (dp - di) */
+    /* (decode kernels: pf NULL or, for j < nb, a row of pfw bytes at pf + j*pfs to prefetch meanwhile) */
+    /* decode: S[r*sst + j] = the 16-lane dot of fp32 row Q + r*Dp (Dp = Dk rounded up to 16,
+     * zeros past Dk) and key row j (K + j*krs elements, dtype kdt, Dk contiguous), r < m, j < nb */
+    void (*dec_scores)(float *S, int64_t sst, const float *Q, int64_t m, int64_t Dp, const void *K, int32_t kdt,
+                       int64_t krs, int64_t nb, int64_t Dk, const char *pf, int64_t pfs, int64_t pfw);
+    /* decode: acc[r*Dv + d] = fmaf(P[r*pst + j], V(j, d), acc[r*Dv + d]) for j < nb in increasing order */
+    void (*dec_accv)(float *acc, int64_t Dv, const float *P, int64_t pst, int64_t m, const void *V, int32_t vdt,
+                     int64_t vrs, int64_t nb, const char *pf, int64_t pfs, int64_t pfw);
 } pa_attn_rows;
 
 const pa_attn_rows *pa_attn_rows_for(pa_isa isa);

@@ -4,6 +4,7 @@
  * Threads take whole row blocks (forward) or whole (batch, kv head) groups
  * (backward): no element is ever summed by two threads. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -338,8 +339,208 @@ static void fwd_chunk(void *ctx, int64_t u0, int64_t u1) {
     }
 }
 
+/* ---- decode (attn.h, "Decode") ---- */
+
+#define DCH PA_ATTN_DEC_CHUNK
+
+typedef struct dec_job {
+    const pa_attn_args *a;
+    pa_isa isa;
+    int64_t G, m, nch, Dp;
+    float *part; /* per unit (b, g, chunk): m maxima, m sums, m x Dv accumulators */
+    int failed;
+} dec_job;
+
+static float *dec_part(const dec_job *J, int64_t u) { return J->part + u * J->m * (J->a->Dv + 2); }
+
+static void dec_unit(dec_job *J, int64_t u) {
+    const pa_attn_args *a = J->a;
+    const pa_nn_vec *vec = pa_nn_vec_for(J->isa);
+    const pa_attn_rows *rows = pa_attn_rows_for(J->isa);
+    const int64_t m = J->m, Dk = a->Dk, Dv = a->Dv, Dp = J->Dp, Sq = a->Sq, G = J->G;
+    const int64_t c = u % J->nch, bg = u / J->nch, b = bg / a->Nkv, g = bg % a->Nkv;
+    const bool kt = a->k.sd != 1, vt = a->v.sd != 1;
+    const size_t need = (size_t)m * (size_t)Dp * 4 + (size_t)m * BC * 4 * 2 + (size_t)m * BC * 2 + BC * 4 +
+                        (kt ? (size_t)BC * (size_t)Dk * 4 : 0) + (vt ? (size_t)BC * (size_t)Dv * 4 : 0) + 256;
+    char *mem = pa_thread_scratch(need);
+    if (mem == NULL) {
+        __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    float *Q = (float *)mem;  /* m x Dp */
+    float *S = Q + m * Dp;    /* m x BC */
+    float *E = S + m * BC;    /* m x BC */
+    float *ptmp = E + m * BC; /* BC */
+    float *Kt = ptmp + BC;    /* BC x Dk (strided K) */
+    float *Vt = Kt + (kt ? BC * Dk : 0);
+    uint16_t *P16 = (uint16_t *)(Vt + (vt ? BC * Dv : 0)); /* m x BC */
+    float *mx = dec_part(J, u), *l = mx + m, *acc = l + m;
+    for (int64_t r = 0; r < m; r++) {
+        const int64_t n = g * G + r / Sq, i = r % Sq;
+        const int64_t e0 = eoff(&a->q, b, n, i, 0);
+        for (int64_t d = 0; d < Dp; d++) Q[r * Dp + d] = d < Dk ? ld(&a->q, e0 + d * a->q.sd) : 0.0f;
+        mx[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    memset(acc, 0, (size_t)m * (size_t)Dv * 4);
+    int64_t jlo = a->band_lo, jhi = sat_add(Sq - 1, a->band_hi) + 1; /* keys allowed to some row */
+    if (jlo < 0) jlo = 0;
+    if (jhi > a->Skv) jhi = a->Skv;
+    const int64_t cend = (c + 1) * DCH < a->Skv ? (c + 1) * DCH : a->Skv;
+    const int32_t pdt = a->v.dt;
+    const size_t ks = dt_size(a->k.dt), vs = dt_size(a->v.dt);
+    for (int64_t j0 = c * DCH; j0 < cend; j0 += BC) {
+        const int64_t nb = cend - j0 < BC ? cend - j0 : BC;
+        if (j0 + nb <= jlo || j0 >= jhi) continue;
+        const void *Kp;
+        int32_t kdt;
+        int64_t krs;
+        if (kt) {
+            for (int64_t j = 0; j < nb; j++) {
+                const int64_t e0 = eoff(&a->k, b, g, j0 + j, 0);
+                for (int64_t d = 0; d < Dk; d++) Kt[j * Dk + d] = ld(&a->k, e0 + d * a->k.sd);
+            }
+            Kp = Kt, kdt = PA_GEMM_F32, krs = Dk;
+        } else {
+            Kp = (const char *)a->k.p + eoff(&a->k, b, g, j0, 0) * (int64_t)ks, kdt = a->k.dt, krs = a->k.ss;
+        }
+        /* V's rows of this block come into the cache while the scores run */
+        const char *vpf = vt ? NULL : (const char *)a->v.p + eoff(&a->v, b, g, j0, 0) * (int64_t)vs;
+        rows->dec_scores(S, BC, Q, m, Dp, Kp, kdt, krs, nb, Dk, vpf, a->v.ss * (int64_t)vs, Dv * (int64_t)vs);
+        for (int64_t r = 0; r < m; r++) {
+            float *s = S + r * BC, *e = E + r * BC;
+            const int64_t n = g * G + r / Sq, i = r % Sq;
+            if (a->pse.p != NULL) {
+                const int64_t e0 = eoff(&a->pse, b, n, i, j0);
+                for (int64_t j = 0; j < nb; j++) ptmp[j] = ld(&a->pse, e0 + j * a->pse.sd);
+                if (a->pse_mode == PA_ATTN_PSE_INNER) {
+                    rows->add_scale(s, ptmp, a->scale, nb);
+                } else {
+                    rows->scale(s, a->scale, nb);
+                    rows->add_scale(s, ptmp, 1.0f, nb);
+                }
+            } else {
+                rows->scale(s, a->scale, nb);
+            }
+            const int64_t lo = sat_add(i, a->band_lo) - j0, hi = sat_add(i, a->band_hi) - j0;
+            for (int64_t j = 0; j < nb && j < lo; j++) s[j] = -INFINITY;
+            for (int64_t j = hi + 1 < 0 ? 0 : hi + 1; j < nb; j++) s[j] = -INFINITY;
+            if (a->mask.p != NULL) {
+                const uint8_t *mp = (const uint8_t *)a->mask.p + eoff(&a->mask, b, n, i, j0);
+                rows->mask(s, mp, a->mask.sd, nb);
+            }
+            const float mb = vec->max(s, nb);
+            const float mn = mx[r] > mb ? mx[r] : mb;
+            if (mn == -INFINITY) {
+                memset(e, 0, (size_t)nb * 4);
+                continue;
+            }
+            const float cf = mx[r] == -INFINITY ? 0.0f : exp_scalar(vec, mx[r] - mn);
+            const float rs = vec->expsub_sum_to(e, s, nb, mn, NULL, 0);
+            l[r] = l[r] * cf + rs;
+            mx[r] = mn;
+            rows->scale(acc + r * Dv, cf, Dv);
+            if (a->drop != NULL) rows->drop(e, e, a->drop, drop_bit0(a, b, n, i, j0), a->rkeep, nb);
+            if (pdt != PA_GEMM_F32) { /* round to V's dtype */
+                uint16_t *pk = P16 + r * BC;
+                to_dt(vec, pk, pdt, e, nb);
+                (void)vec->ld16_sum(e, pk, nb, pdt == PA_GEMM_BF16);
+            }
+        }
+        const void *Vp;
+        int32_t vdt;
+        int64_t vrs;
+        if (vt) {
+            for (int64_t j = 0; j < nb; j++) {
+                const int64_t e0 = eoff(&a->v, b, g, j0 + j, 0);
+                for (int64_t d = 0; d < Dv; d++) Vt[j * Dv + d] = ld(&a->v, e0 + d * a->v.sd);
+            }
+            Vp = Vt, vdt = PA_GEMM_F32, vrs = Dv;
+        } else {
+            Vp = (const char *)a->v.p + eoff(&a->v, b, g, j0, 0) * (int64_t)vs, vdt = a->v.dt, vrs = a->v.ss;
+        }
+        /* and K's rows of the next block while V is summed */
+        const int64_t nj0 = j0 + BC, nnb = a->Skv - nj0 < BC ? a->Skv - nj0 : BC;
+        const char *kpf = kt || nnb < nb ? NULL : (const char *)a->k.p + eoff(&a->k, b, g, nj0, 0) * (int64_t)ks;
+        rows->dec_accv(acc, Dv, E, BC, m, Vp, vdt, vrs, nb, kpf,
+                       a->k.ss * (int64_t)ks, Dk * (int64_t)ks);
+    }
+}
+
+static void dec_chunk(void *ctx, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; u++) dec_unit(ctx, u);
+}
+
+/* the chunks of (b, g) combined in increasing chunk order */
+static void dec_combine(void *ctx, int64_t u0, int64_t u1) {
+    dec_job *J = ctx;
+    const pa_attn_args *a = J->a;
+    const pa_nn_vec *vec = pa_nn_vec_for(J->isa);
+    const int64_t m = J->m, Dv = a->Dv, Sq = a->Sq;
+    for (int64_t bg = u0; bg < u1; bg++) {
+        const int64_t b = bg / a->Nkv, g = bg % a->Nkv;
+        for (int64_t r = 0; r < m; r++) {
+            const int64_t n = g * J->G + r / Sq, i = r % Sq;
+            float M = -INFINITY, L = 0.0f;
+            for (int64_t c = 0; c < J->nch; c++) {
+                const float mc = dec_part(J, bg * J->nch + c)[r];
+                M = mc > M ? mc : M;
+            }
+            const int64_t e0 = eoff(&a->o, b, n, i, 0);
+            if (M > -INFINITY) {
+                float *A = J->part + bg * J->nch * m * (Dv + 2); /* the first chunk's row, as the sum */
+                float *A0 = A + 2 * m + r * Dv;
+                int first = 1;
+                for (int64_t c = 0; c < J->nch; c++) {
+                    const float *pc = dec_part(J, bg * J->nch + c);
+                    const float mc = pc[r];
+                    if (!(mc > -INFINITY)) continue;
+                    const float w = mc == M ? 1.0f : exp_scalar(vec, mc - M);
+                    const float *ac = pc + 2 * m + r * Dv;
+                    L = L + pc[m + r] * w;
+                    if (first) { /* A = +0 + acc_c * w */
+                        for (int64_t d = 0; d < Dv; d++) A0[d] = 0.0f + ac[d] * w;
+                        first = 0;
+                    } else {
+                        for (int64_t d = 0; d < Dv; d++) A0[d] = A0[d] + ac[d] * w;
+                    }
+                }
+                for (int64_t d = 0; d < Dv; d++) st(&a->o, e0 + d * a->o.sd, L > 0.0f ? A0[d] / L : 0.0f);
+            } else {
+                for (int64_t d = 0; d < Dv; d++) st(&a->o, e0 + d * a->o.sd, 0.0f);
+            }
+            if (a->smax.p != NULL) {
+                const int64_t s0 = eoff(&a->smax, b, n, i, 0);
+                for (int64_t q = 0; q < a->stat_rep; q++) ((float *)a->smax.p)[s0 + q * a->smax.sd] = M;
+            }
+            if (a->ssum.p != NULL) {
+                const int64_t s0 = eoff(&a->ssum, b, n, i, 0);
+                for (int64_t q = 0; q < a->stat_rep; q++) ((float *)a->ssum.p)[s0 + q * a->ssum.sd] = L;
+            }
+            if (a->lse.p != NULL) {
+                const float v = L > 0.0f ? M + logf(L) : -INFINITY;
+                st(&a->lse, eoff(&a->lse, b, n, i, 0), v);
+            }
+        }
+    }
+}
+
+static int attn_decode(const pa_attn_args *a, pa_isa isa, int64_t G) {
+    dec_job J = {.a = a, .isa = isa, .G = G, .m = G * a->Sq, .failed = 0};
+    J.nch = a->Skv > 0 ? (a->Skv + DCH - 1) / DCH : 1;
+    J.Dp = (a->Dk + 15) / 16 * 16;
+    const int64_t units = a->B * a->Nkv * J.nch;
+    J.part = malloc((size_t)units * (size_t)J.m * (size_t)(a->Dv + 2) * 4);
+    if (J.part == NULL) return -1;
+    pa_parallel_for(units, 1, dec_chunk, &J);
+    if (!J.failed) pa_parallel_for(a->B * a->Nkv, 1, dec_combine, &J);
+    free(J.part);
+    return J.failed ? -1 : 0;
+}
+
 int pa_attn_fwd(const pa_attn_args *a, pa_isa isa) {
     if (a->B == 0 || a->N == 0 || a->Sq == 0) return 0;
+    if ((a->N / a->Nkv) * a->Sq <= PA_ATTN_DEC_ROWS) return attn_decode(a, isa, a->N / a->Nkv);
     fwd_job J = {.a = a, .isa = isa, .G = a->N / a->Nkv, .failed = 0};
     J.heads = a->Sq == 1 && J.G > 1;
     J.nqb = (a->Sq + BR - 1) / BR;

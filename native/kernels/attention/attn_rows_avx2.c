@@ -25,6 +25,35 @@ typedef __m256 VF;
 #define VSUB(a, b) _mm256_sub_ps((a), (b))
 #define VMUL(a, b) _mm256_mul_ps((a), (b))
 
+typedef struct d16 {
+    __m256 lo, hi; /* lanes 0..7, 8..15 */
+} D16;
+static inline D16 D16_ZERO(void) { return (D16){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+static inline D16 D16_LDF(const float *p) { return (D16){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+static inline D16 D16_LDH(const uint16_t *p) {
+    return (D16){_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)),
+                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)))};
+}
+static inline __m256 d16_b8(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+static inline D16 D16_LDB(const uint16_t *p) { return (D16){d16_b8(p), d16_b8(p + 8)}; }
+static inline void D16_ST(float *p, D16 a) {
+    _mm256_storeu_ps(p, a.lo);
+    _mm256_storeu_ps(p + 8, a.hi);
+}
+static inline D16 D16_SET(float x) { return (D16){_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+static inline D16 D16_FMA(D16 a, D16 b, D16 c) {
+    return (D16){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+/* the fixed tree: (l, l+8), (l, l+4), (l, l+2), (0, 1) */
+static inline float D16_RED(D16 a) {
+    const __m256 t8 = _mm256_add_ps(a.lo, a.hi);
+    const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_shuffle_ps(t2, t2, 1)));
+}
+
 #include "kernels/attention/attn_rows.inc"
 
 #endif

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "common/pa_half.h"
 #include "kernels/attention/attn.h"
 
 #if defined(__clang__)
@@ -22,5 +23,50 @@ typedef float VF;
 #define VADD(a, b) ((a) + (b))
 #define VSUB(a, b) ((a) - (b))
 #define VMUL(a, b) ((a) * (b))
+
+/* 16 lanes as an array; the fixed tree of attn.h */
+typedef struct d16 {
+    float v[16];
+} D16;
+static inline D16 D16_ZERO(void) {
+    D16 r;
+    for (int l = 0; l < 16; l++) r.v[l] = 0.0f;
+    return r;
+}
+static inline D16 D16_LDF(const float *p) {
+    D16 r;
+    for (int l = 0; l < 16; l++) r.v[l] = p[l];
+    return r;
+}
+static inline D16 D16_LDH(const uint16_t *p) {
+    D16 r;
+    for (int l = 0; l < 16; l++) r.v[l] = pa_f16_to_f32(p[l]);
+    return r;
+}
+static inline D16 D16_LDB(const uint16_t *p) {
+    D16 r;
+    for (int l = 0; l < 16; l++) r.v[l] = pa_bf16_to_f32(p[l]);
+    return r;
+}
+static inline void D16_ST(float *p, D16 a) {
+    for (int l = 0; l < 16; l++) p[l] = a.v[l];
+}
+static inline D16 D16_SET(float x) {
+    D16 r;
+    for (int l = 0; l < 16; l++) r.v[l] = x;
+    return r;
+}
+static inline D16 D16_FMA(D16 a, D16 b, D16 c) {
+    D16 r;
+    for (int l = 0; l < 16; l++) r.v[l] = fmaf(a.v[l], b.v[l], c.v[l]);
+    return r;
+}
+static inline float D16_RED(D16 a) {
+    float t8[8], t4[4], t2[2];
+    for (int l = 0; l < 8; l++) t8[l] = a.v[l] + a.v[l + 8];
+    for (int l = 0; l < 4; l++) t4[l] = t8[l] + t8[l + 4];
+    for (int l = 0; l < 2; l++) t2[l] = t4[l] + t4[l + 2];
+    return t2[0] + t2[1];
+}
 
 #include "kernels/attention/attn_rows.inc"
