@@ -618,7 +618,7 @@ def bench_elementwise(name, shape, dt_name, runs, rng, with_torch, bshape=None):
         peer = (lambda: f(xa, xo)) if unary else (lambda: f(xa, xb, xo))
     with torch.no_grad() if torch is not None else _null():
         fns = [launch] + ([peer] if peer else [])
-        times = _paired_median_times(fns, runs)
+        times = _blocked_median_times(fns, runs)
     res["ours_s"] = times[0]
     if peer:
         res["torch_s"] = times[1]
@@ -658,7 +658,7 @@ def bench_reduce(shape, dims, dt_name, runs, rng, with_torch):
         xa = torch.from_numpy(a.astype(np.float32)).to(tdt)
         peer = lambda: torch.sum(xa, dim=tuple(dims)) if dims else torch.sum(xa)  # noqa: E731
     with torch.no_grad() if torch is not None else _null():
-        times = _paired_median_times([launch] + ([peer] if peer else []), runs)
+        times = _blocked_median_times([launch] + ([peer] if peer else []), runs)
     destroy()
     lib.aclDestroyIntArray(ia)
     ta.close()
@@ -865,7 +865,7 @@ def bench_nn(name, shape, dt_name, runs, rng, with_torch):
             wt, bt = torch.randn(n).to(tdt), torch.randn(n).to(tdt)
             peer = lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt, 1e-5)  # noqa: E731
     with torch.no_grad() if torch is not None else _null():
-        times = _paired_median_times([launch] + ([peer] if peer else []), runs)
+        times = _blocked_median_times([launch] + ([peer] if peer else []), runs)
     destroy()
     for t in keep:
         t.close()
