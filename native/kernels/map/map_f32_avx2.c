@@ -6,6 +6,7 @@
 
 #include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
+#include "kernels/simd/pa_bf16_vec.h"
 
 typedef __m256 VF;
 typedef __m256i VI;
@@ -61,18 +62,8 @@ typedef __m256 VM;
 #define VLDH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define VSTH(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VLDB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
-#define VSTB(p, v) _mm_storeu_si128((__m128i *)(p), bf16_pack_avx2(v))
+#define VSTB(p, v) _mm_storeu_si128((__m128i *)(p), pa_bf16_pack_avx2(v))
 
-/* fp32 -> bf16, nearest even; NaN -> quiet NaN (as pa_f32_to_bf16) */
-static inline __m128i bf16_pack_avx2(__m256 v) {
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    r = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q),
-                                             _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
-}
 
 #include "kernels/map/map_f32.inc"
 
@@ -100,7 +91,7 @@ static void b2f_avx2(float *o, const uint16_t *h, int64_t n) {
 /* nearest even in integers; NaN -> quiet NaN, as pa_f32_to_bf16 */
 static void f2b_avx2(uint16_t *h, const float *f, int64_t n) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(h + i), bf16_pack_avx2(_mm256_loadu_ps(f + i)));
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(h + i), pa_bf16_pack_avx2(_mm256_loadu_ps(f + i)));
     for (; i < n; i++) h[i] = pa_f32_to_bf16(f[i]);
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
+#include "kernels/simd/pa_bf16_vec.h"
 
 typedef __m512 VF;
 typedef __m512i VI;
@@ -62,17 +63,8 @@ typedef __mmask16 VM;
 #define VLDH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define VSTH(p, v) _mm256_storeu_si256((__m256i *)(p), _mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VLDB(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
-#define VSTB(p, v) _mm256_storeu_si256((__m256i *)(p), bf16_pack_avx512(v))
+#define VSTB(p, v) _mm256_storeu_si256((__m256i *)(p), pa_bf16_pack_avx512(v))
 
-/* fp32 -> bf16, nearest even; NaN -> quiet NaN (as pa_f32_to_bf16) */
-static inline __m256i bf16_pack_avx512(__m512 v) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
-    return _mm512_cvtepi32_epi16(r);
-}
 
 #include "kernels/map/map_f32.inc"
 
@@ -99,7 +91,7 @@ static void b2f_avx512(float *o, const uint16_t *h, int64_t n) {
 }
 static void f2b_avx512(uint16_t *h, const float *f, int64_t n) {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(h + i), bf16_pack_avx512(_mm512_loadu_ps(f + i)));
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(h + i), pa_bf16_pack_avx512(_mm512_loadu_ps(f + i)));
     for (; i < n; i++) h[i] = pa_f32_to_bf16(f[i]);
 }
 

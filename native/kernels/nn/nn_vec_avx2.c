@@ -7,6 +7,7 @@
 #include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
 #include "kernels/nn/nn_vec.h"
+#include "kernels/simd/pa_bf16_vec.h"
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -41,22 +42,12 @@ typedef __m256i VI;
 #define VLDH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define VSTH(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VLDB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
-#define VSTB(p, v) _mm_storeu_si128((__m128i *)(p), nn_bf16_pack(v))
+#define VSTB(p, v) _mm_storeu_si128((__m128i *)(p), pa_bf16_pack_avx2(v))
 
-/* fp32 -> bf16, nearest even; NaN -> quiet NaN (as pa_f32_to_bf16) */
-static inline __m128i nn_bf16_pack(__m256 v) {
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-    const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    r = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q),
-                                             _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
-}
 
 #define VSTNT(p, v) _mm256_stream_ps((p), (v))
 #define VSTHNT(p, v) _mm_stream_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
-#define VSTBNT(p, v) _mm_stream_si128((__m128i *)(p), nn_bf16_pack(v))
+#define VSTBNT(p, v) _mm_stream_si128((__m128i *)(p), pa_bf16_pack_avx2(v))
 #define NN_FENCE() _mm_sfence()
 
 #define VBITS(v) _mm256_castps_si256(v)

@@ -10,6 +10,7 @@
 #include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
 #include "kernels/nn/nn_vec.h"
+#include "kernels/simd/pa_bf16_vec.h"
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -44,21 +45,12 @@ typedef __m512i VI;
 #define VLDH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define VSTH(p, v) _mm256_storeu_si256((__m256i *)(p), _mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VLDB(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
-#define VSTB(p, v) _mm256_storeu_si256((__m256i *)(p), nn_bf16_pack(v))
+#define VSTB(p, v) _mm256_storeu_si256((__m256i *)(p), pa_bf16_pack_avx512(v))
 
-/* fp32 -> bf16, nearest even; NaN -> quiet NaN (as pa_f32_to_bf16) */
-static inline __m256i nn_bf16_pack(__m512 v) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    const __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
-    return _mm512_cvtepi32_epi16(r);
-}
 
 #define VSTNT(p, v) _mm512_stream_ps((p), (v))
 #define VSTHNT(p, v) _mm256_stream_si256((__m256i *)(p), _mm512_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
-#define VSTBNT(p, v) _mm256_stream_si256((__m256i *)(p), nn_bf16_pack(v))
+#define VSTBNT(p, v) _mm256_stream_si256((__m256i *)(p), pa_bf16_pack_avx512(v))
 #define NN_FENCE() _mm_sfence()
 
 #define VBITS(v) _mm512_castps_si512(v)
@@ -83,7 +75,7 @@ static inline __m256i nn_bf16_pack(__m512 v) {
 static inline __m256i nn_bf16_pack_hw(__m512 v) {
     const __m512i u = _mm512_castps_si512(v);
     const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
-    if (_mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0) return nn_bf16_pack(v);
+    if (_mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) != 0) return pa_bf16_pack_avx512(v);
     return (__m256i)_mm512_cvtneps_pbh(v);
 }
 

@@ -2,6 +2,7 @@
  * strided reductions accumulated across a tile of outputs, the rest element
  * by element; chunks of outputs (or of one output's blocks) over the pool. */
 #include "kernels/reduce/reduce.h"
+#include "kernels/reduce/reduce_walk.h"
 
 #include <math.h>
 #include <stdalign.h>
@@ -92,27 +93,6 @@ void pa_red_simplify(pa_red_args *a) {
 
 /* ---- element access ---- */
 
-static double ld_f(const pa_red_args *a, const char *p) {
-    double v = pa_cvt_load_f(p, a->in_dtype);
-    if (a->via != ACL_DT_UNDEFINED && a->via != a->in_dtype) {
-        char tmp[8] = {0};
-        if (pa_cvt_is_float(a->in_dtype)) pa_cvt_store_f(tmp, a->via, v);
-        else pa_cvt_store_i(tmp, a->via, pa_cvt_load_i(p, a->in_dtype));
-        v = pa_cvt_load_f(tmp, a->via);
-    }
-    return v;
-}
-
-static int64_t ld_i(const pa_red_args *a, const char *p) {
-    if (a->via != ACL_DT_UNDEFINED && a->via != a->in_dtype) {
-        char tmp[8] = {0};
-        if (pa_cvt_is_float(a->in_dtype)) pa_cvt_store_f(tmp, a->via, pa_cvt_load_f(p, a->in_dtype));
-        else pa_cvt_store_i(tmp, a->via, pa_cvt_load_i(p, a->in_dtype));
-        return pa_cvt_load_i(tmp, a->via);
-    }
-    return pa_cvt_load_i(p, a->in_dtype);
-}
-
 /* Whether the float path may read fp32 directly / through the fast converters. */
 static bool f32_source(const pa_red_args *a) {
     const bool novia = a->via == ACL_DT_UNDEFINED || a->via == a->in_dtype || a->via == ACL_FLOAT;
@@ -130,7 +110,7 @@ static const float *as_f32(const pa_red_args *a, const pa_map_isa_ops *ops, cons
     else if (a->in_dtype == ACL_BF16 && f32_source(a)) ops->b2f(buf, (const uint16_t *)p, n);
     else {
         const size_t es = pa_cvt_size(a->in_dtype);
-        for (int64_t i = 0; i < n; i++) buf[i] = (float)ld_f(a, p + i * (int64_t)es);
+        for (int64_t i = 0; i < n; i++) buf[i] = (float)pa_red_load_f(a, p + i * (int64_t)es);
     }
     return buf;
 }
@@ -146,28 +126,6 @@ typedef struct red_ctx {
     bool inner;
 } red_ctx;
 
-static void offsets_of(const pa_red_args *a, int64_t o, int64_t *in, int64_t *out, int64_t *idx) {
-    int64_t i = 0, q = 0, x = 0;
-    for (int32_t d = a->nkeep - 1; d >= 0; d--) {
-        const int64_t c = o % a->keep_dims[d];
-        o /= a->keep_dims[d];
-        i += c * a->keep_in[d];
-        q += c * a->keep_out[d];
-        x += c * a->keep_idx[d];
-    }
-    *in = i, *out = q, *idx = x;
-}
-
-/* The offset of reduced element r (index order over the reduced dims). */
-static int64_t red_offset(const pa_red_args *a, int64_t r) {
-    int64_t off = 0;
-    for (int32_t d = a->nred - 1; d >= 0; d--) {
-        off += (r % a->red_dims[d]) * a->red_in[d];
-        r /= a->red_dims[d];
-    }
-    return off;
-}
-
 /* The lane sum of a block of n contiguous elements. */
 static double block_sum(const red_ctx *c, const char *p, int64_t n) {
     const pa_red_args *a = c->a;
@@ -182,7 +140,7 @@ static double block_sum(const red_ctx *c, const char *p, int64_t n) {
     alignas(64) double dbuf[PA_RED_BLOCK];
     const size_t es = pa_cvt_size(a->in_dtype);
     for (int64_t i = 0; i < n; i++) {
-        const double v = ld_f(a, p + i * (int64_t)es);
+        const double v = pa_red_load_f(a, p + i * (int64_t)es);
         dbuf[i] = sq ? v * v : ab ? fabs(v) : v;
     }
     return c->lanes->sum_f64(dbuf, n);
@@ -206,8 +164,8 @@ static void fold_one(const pa_red_args *a, red_val *v, const char *p, int64_t r)
     switch ((pa_red_kind)a->kind) {
     case PA_RED_SUM:
     case PA_RED_MEAN:
-        if (a->int_acc) v->i = (int64_t)((uint64_t)v->i + (uint64_t)ld_i(a, p));
-        else v->f = v->f + ld_f(a, p);
+        if (a->int_acc) v->i = (int64_t)((uint64_t)v->i + (uint64_t)pa_red_load_i(a, p));
+        else v->f = v->f + pa_red_load_f(a, p);
         break;
     case PA_RED_MAX:
     case PA_RED_ARGMAX:
@@ -215,20 +173,20 @@ static void fold_one(const pa_red_args *a, red_val *v, const char *p, int64_t r)
     case PA_RED_ARGMIN: {
         const bool mx = a->kind == PA_RED_MAX || a->kind == PA_RED_ARGMAX;
         if (a->int_acc) {
-            const int64_t x = ld_i(a, p);
+            const int64_t x = pa_red_load_i(a, p);
             if (!v->any || (mx ? x > v->i : x < v->i)) v->i = x, v->idx = r, v->any = true;
         } else {
-            const double x = ld_f(a, p);
+            const double x = pa_red_load_f(a, p);
             if (!v->any || (v->f == v->f && (x != x || (mx ? x > v->f : x < v->f)))) {
                 v->f = x, v->idx = r, v->any = true;
             }
         }
         break;
     }
-    case PA_RED_ANY: v->any = v->any || ld_f(a, p) != 0; break;
-    case PA_RED_ALL: v->any = v->any && ld_f(a, p) != 0; break;
+    case PA_RED_ANY: v->any = v->any || pa_red_load_f(a, p) != 0; break;
+    case PA_RED_ALL: v->any = v->any && pa_red_load_f(a, p) != 0; break;
     case PA_RED_NORM: {
-        const double x = fabs(ld_f(a, p));
+        const double x = fabs(pa_red_load_f(a, p));
         if (isinf(a->p)) {
             if (!v->any || (v->f == v->f && (x != x || (a->p > 0 ? x > v->f : x < v->f)))) v->f = x, v->any = true;
         } else if (a->p == 0) {
@@ -299,7 +257,7 @@ static double inner_sum(const red_ctx *c, int64_t base) {
     const size_t es = pa_cvt_size(a->in_dtype);
     double total = 0;
     for (int64_t r = 0; r < c->nruns; r++) {
-        const char *p = a->in + (base + red_offset(a, r * c->run)) * (int64_t)es;
+        const char *p = a->in + (base + pa_red_elem_offset(a, r * c->run)) * (int64_t)es;
         for (int64_t b = 0; b < c->run; b += PA_RED_BLOCK) {
             total = total + block_sum(c, p + b * (int64_t)es, PA_MIN(PA_RED_BLOCK, c->run - b));
         }
@@ -310,14 +268,14 @@ static double inner_sum(const red_ctx *c, int64_t base) {
 static void do_output(const red_ctx *c, int64_t o) {
     const pa_red_args *a = c->a;
     int64_t ib, ob, xb;
-    offsets_of(a, o, &ib, &ob, &xb);
+    pa_red_out_offsets(a, o, &ib, &ob, &xb);
     red_val v;
     init_val(a, &v);
     if (c->inner) {
         v.f = inner_sum(c, ib);
     } else {
         const size_t es = pa_cvt_size(a->in_dtype);
-        for (int64_t r = 0; r < c->count; r++) fold_one(a, &v, a->in + (ib + red_offset(a, r)) * (int64_t)es, r);
+        for (int64_t r = 0; r < c->count; r++) fold_one(a, &v, a->in + (ib + pa_red_elem_offset(a, r)) * (int64_t)es, r);
     }
     finish(c, &v, ob, xb);
 }
@@ -344,16 +302,16 @@ static void outer_range(void *ctx, int64_t begin, int64_t end) {
         const int64_t row = u / tiles, t0 = (u % tiles) * OUTER_TILE;
         const int64_t n = PA_MIN(OUTER_TILE, m - t0);
         int64_t ib, ob, xb;
-        offsets_of(a, row * m + t0, &ib, &ob, &xb);
+        pa_red_out_offsets(a, row * m + t0, &ib, &ob, &xb);
         for (int64_t j = 0; j < n; j++) acc[j] = 0;
         for (int64_t r = 0; r < c->count; r++) {
-            const char *p = a->in + (ib + red_offset(a, r)) * (int64_t)es;
+            const char *p = a->in + (ib + pa_red_elem_offset(a, r)) * (int64_t)es;
             if (f64_source(a)) {
                 c->lanes->acc_f64(acc, (const double *)p, n);
             } else if (f32_source(a)) {
                 c->lanes->acc_f32(acc, as_f32(a, c->ops, p, n, buf), n);
             } else {
-                for (int64_t j = 0; j < n; j++) dbuf[j] = ld_f(a, p + j * (int64_t)es);
+                for (int64_t j = 0; j < n; j++) dbuf[j] = pa_red_load_f(a, p + j * (int64_t)es);
                 c->lanes->acc_f64(acc, dbuf, n);
             }
         }
@@ -418,7 +376,7 @@ void pa_red_run(const pa_red_args *a) {
         double *part = nb <= 256 ? stack_part : pa_alloc_aligned((size_t)nb * sizeof(double));
         if (part != NULL) {
             int64_t ib, ob, xb;
-            offsets_of(a, 0, &ib, &ob, &xb);
+            pa_red_out_offsets(a, 0, &ib, &ob, &xb);
             split_ctx s = {&c, a->in + ib * (int64_t)pa_cvt_size(a->in_dtype), part};
             pa_parallel_for(nb, 16, split_range, &s);
             red_val v;

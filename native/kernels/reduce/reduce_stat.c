@@ -9,45 +9,8 @@
 #include "common/pa_common.h"
 #include "kernels/map/map_cvt.h"
 #include "kernels/reduce/reduce.h"
+#include "kernels/reduce/reduce_walk.h"
 #include "runtime/pa_threadpool.h"
-
-static void stat_offsets(const pa_red_args *a, int64_t o, int64_t *in, int64_t *out, int64_t *idx) {
-    int64_t i = 0, q = 0, x = 0;
-    for (int32_t d = a->nkeep - 1; d >= 0; d--) {
-        const int64_t c = o % a->keep_dims[d];
-        o /= a->keep_dims[d];
-        i += c * a->keep_in[d];
-        q += c * a->keep_out[d];
-        x += c * a->keep_idx[d];
-    }
-    *in = i, *out = q, *idx = x;
-}
-
-/* element r of the reduced dims (index order) */
-static int64_t stat_red_offset(const pa_red_args *a, int64_t r) {
-    int64_t off = 0;
-    for (int32_t d = a->nred - 1; d >= 0; d--) {
-        off += (r % a->red_dims[d]) * a->red_in[d];
-        r /= a->red_dims[d];
-    }
-    return off;
-}
-
-/* an element, cast to `via` first when set */
-static double stat_ld_f(const pa_red_args *a, const char *p) {
-    if (a->via == ACL_DT_UNDEFINED || a->via == a->in_dtype) return pa_cvt_load_f(p, a->in_dtype);
-    char tmp[8] = {0};
-    if (pa_cvt_is_float(a->in_dtype)) pa_cvt_store_f(tmp, a->via, pa_cvt_load_f(p, a->in_dtype));
-    else pa_cvt_store_i(tmp, a->via, pa_cvt_load_i(p, a->in_dtype));
-    return pa_cvt_load_f(tmp, a->via);
-}
-static int64_t stat_ld_i(const pa_red_args *a, const char *p) {
-    if (a->via == ACL_DT_UNDEFINED || a->via == a->in_dtype) return pa_cvt_load_i(p, a->in_dtype);
-    char tmp[8] = {0};
-    if (pa_cvt_is_float(a->in_dtype)) pa_cvt_store_f(tmp, a->via, pa_cvt_load_f(p, a->in_dtype));
-    else pa_cvt_store_i(tmp, a->via, pa_cvt_load_i(p, a->in_dtype));
-    return pa_cvt_load_i(tmp, a->via);
-}
 
 typedef struct stat_ctx {
     const pa_red_args *a;
@@ -63,18 +26,18 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
     const int64_t n = c->count;
     for (int64_t o = begin; o < end; o++) {
         int64_t ib, ob, xb;
-        stat_offsets(a, o, &ib, &ob, &xb);
+        pa_red_out_offsets(a, o, &ib, &ob, &xb);
         const char *base = a->in + ib * ei;
         char *q = a->out ? a->out + ob * eo : NULL;
         switch (a->kind) {
         case PA_RED_PROD:
             if (a->int_acc) {
                 uint64_t pr = 1;
-                for (int64_t r = 0; r < n; r++) pr *= (uint64_t)stat_ld_i(a, base + stat_red_offset(a, r) * ei);
+                for (int64_t r = 0; r < n; r++) pr *= (uint64_t)pa_red_load_i(a, base + pa_red_elem_offset(a, r) * ei);
                 pa_cvt_store_i(q, a->out_dtype, (int64_t)pr);
             } else {
                 double pr = 1.0;
-                for (int64_t r = 0; r < n; r++) pr *= stat_ld_f(a, base + stat_red_offset(a, r) * ei);
+                for (int64_t r = 0; r < n; r++) pr *= pa_red_load_f(a, base + pa_red_elem_offset(a, r) * ei);
                 pa_cvt_store_f(q, a->out_dtype, pr);
             }
             break;
@@ -82,7 +45,7 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
             double m = -INFINITY;
             bool nan = false;
             for (int64_t r = 0; r < n; r++) {
-                const double v = stat_ld_f(a, base + stat_red_offset(a, r) * ei);
+                const double v = pa_red_load_f(a, base + pa_red_elem_offset(a, r) * ei);
                 if (isnan(v)) nan = true;
                 else if (v > m) m = v;
             }
@@ -91,7 +54,7 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
             else if (isinf(m)) res = m; /* all -inf (or empty): -inf; any +inf: +inf */
             else {
                 double s = 0.0;
-                for (int64_t r = 0; r < n; r++) s += exp(stat_ld_f(a, base + stat_red_offset(a, r) * ei) - m);
+                for (int64_t r = 0; r < n; r++) s += exp(pa_red_load_f(a, base + pa_red_elem_offset(a, r) * ei) - m);
                 res = m + log(s);
             }
             pa_cvt_store_f(q, a->out_dtype, res);
@@ -191,11 +154,11 @@ static void stat_range(void *ctx, int64_t begin, int64_t end) {
         }
         default: { /* PA_RED_VAR: p = correction; out = var (std: its root), idx = the mean */
             double s = 0.0;
-            for (int64_t r = 0; r < n; r++) s += stat_ld_f(a, base + stat_red_offset(a, r) * ei);
+            for (int64_t r = 0; r < n; r++) s += pa_red_load_f(a, base + pa_red_elem_offset(a, r) * ei);
             const double mean = n > 0 ? s / (double)n : NAN;
             double ss = 0.0;
             for (int64_t r = 0; r < n; r++) {
-                const double d = stat_ld_f(a, base + stat_red_offset(a, r) * ei) - mean;
+                const double d = pa_red_load_f(a, base + pa_red_elem_offset(a, r) * ei) - mean;
                 ss += d * d;
             }
             const double den = (double)n - a->p;
