@@ -448,6 +448,9 @@ def test_calculate_matmul_weight_size_v2(runtime):
     assert aclnn.CalculateMatmulWeightSizeV2([2, 100, 33], np.float32, None) == 2 * 112 * 64
     assert status(aclnn.CalculateMatmulWeightSizeV2, [5], np.float16, None) == INVALID
     assert status(aclnn.CalculateMatmulWeightSizeV2, [5, 0], np.float16, None) == INVALID
+    # a dim that would overflow when aligned (found by the table fuzzer), and a product past 2^64
+    assert status(aclnn.CalculateMatmulWeightSizeV2, [5, 2 ** 63 - 1], np.float16, None) == INVALID
+    assert status(aclnn.CalculateMatmulWeightSizeV2, [2 ** 40, 2 ** 40], np.float16, None) == INVALID
 
 
 # ---- WeightQuantBatchMatmulV2 -----------------------------------------------------------

@@ -410,7 +410,7 @@ int mm_weight_size(const pa_op *op, const pa_arg *a) {
                            (long long)d, (unsigned long long)i);
         }
         if (d > INT64_MAX / 2) {
-            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensorShape dim %llu is %lld, above 2^62", api,
+            return pa_fail(ACLNN_ERR_PARAM_INVALID, "%s: tensorShape dim %llu is %lld, must be below 2^62", api,
                            (unsigned long long)i, (long long)d);
         }
         if (i + 2 >= n) {
