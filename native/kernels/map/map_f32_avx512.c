@@ -6,7 +6,7 @@
 
 #include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
-#include "kernels/simd/pa_bf16_vec.h"
+#include "kernels/common/bf16_vec.h"
 
 typedef __m512 VF;
 typedef __m512i VI;

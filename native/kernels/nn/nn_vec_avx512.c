@@ -10,7 +10,7 @@
 #include "common/pa_half.h"
 #include "kernels/map/map_isa.h"
 #include "kernels/nn/nn_vec.h"
-#include "kernels/simd/pa_bf16_vec.h"
+#include "kernels/common/bf16_vec.h"
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF

@@ -1,8 +1,8 @@
 /* fp32 -> bf16 on vectors: round to nearest even, NaN -> a quiet NaN (the bits
  * of pa_f32_to_bf16). For the per-tier kernel files: each function exists when
  * the file is compiled for its ISA. */
-#ifndef PA_BF16_VEC_H
-#define PA_BF16_VEC_H
+#ifndef PA_KERNELS_BF16_VEC_H
+#define PA_KERNELS_BF16_VEC_H
 
 #include <immintrin.h>
 
