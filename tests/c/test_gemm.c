@@ -80,11 +80,16 @@ typedef struct mat {
 
 /* A strided operand of rows x cols: row-major, column-major or padded, and batch
  * strides (some broadcast). */
+/* the decode-shaped cases of the fused GEMV: few rows of A times an int8 / int4 B
+ * stored [n, k] (column-major here), no NZ, fp32 inputs */
+static int g_qgemv;
+
 static void make(pa_gemm_mat *m, mat *store, int dt, int64_t rows, int64_t cols, int nb, const int64_t *batch,
                  int special, int allow_nz) {
     memset(m, 0, sizeof *m);
     m->dt = dt;
-    const int layout = (int)(rnd() % 3);
+    const int layout = g_qgemv && allow_nz ? 1 : (int)(rnd() % 3);
+    if (g_qgemv) allow_nz = 0;
     const int64_t pad = rint_(0, 3);
     int64_t rs, cs, span;
     if (layout == 1) { /* column-major */
@@ -157,7 +162,11 @@ static int one_case(int cs) {
     g.n = rint_(1, big ? 200 : 70);
     g.k = rnd() % 16 == 0 ? 0 : rint_(1, big ? 600 : 90);
     if (rnd() % 6 == 0) g.m = 1;
-    g.nbatch = (int)(rnd() % 3);
+    if (g_qgemv) {
+        g.m = rint_(1, 4);
+        g.k = rint_(1, 400);
+    }
+    g.nbatch = g_qgemv ? 0 : (int)(rnd() % 3);
     int64_t nb = 1;
     for (int d = 0; d < g.nbatch; d++) {
         g.batch[d] = rint_(1, 3);
@@ -166,18 +175,19 @@ static int one_case(int cs) {
     const int kinds[] = {PA_GEMM_F32, PA_GEMM_F16, PA_GEMM_BF16};
     const int adt = kinds[rnd() % 3];
     int bdt = rnd() % 2 ? adt : kinds[rnd() % 3];
-    const int quant = rnd() % 6 == 0;
+    const int quant = g_qgemv || rnd() % 6 == 0;
     if (quant) bdt = rnd() % 2 ? PA_GEMM_S8 : PA_GEMM_S4;
     const int special = rnd() % 4 == 0;
     mat sa, sb, sc, sbias = {0}, ssc = {0}, sof = {0};
     make(&g.a, &sa, adt, g.m, g.k, g.nbatch, g.batch, special, 0);
     make(&g.b, &sb, bdt, g.k, g.n, g.nbatch, g.batch, special, 1);
     if (quant) {
-        const int64_t groups = rnd() % 2 ? 1 : (g.k + 31) / 32;
-        g.bq.group = groups == 1 ? 0 : 32;
+        const int64_t glen = rnd() % 3 == 0 ? 64 : 32;
+        const int64_t groups = rnd() % 2 ? 1 : (g.k + glen - 1) / glen;
+        g.bq.group = groups == 1 ? 0 : glen;
         make(&g.bq.scale, &ssc, rnd() % 2 ? PA_GEMM_F16 : PA_GEMM_F32, groups, g.n, g.nbatch, g.batch, 0, 0);
         if (rnd() % 2) make(&g.bq.offset, &sof, PA_GEMM_F16, groups, g.n, g.nbatch, g.batch, 0, 0);
-        g.bq.round_dt = rnd() % 2 ? PA_GEMM_F16 : PA_GEMM_F32;
+        g.bq.round_dt = rnd() % 3 == 0 ? PA_GEMM_F16 : rnd() % 2 ? PA_GEMM_BF16 : PA_GEMM_F32;
     }
     const int cdt = kinds[rnd() % 3];
     /* C: contiguous row-major or padded */
@@ -208,7 +218,7 @@ static int one_case(int cs) {
         if (kind == 2) g.bias.cs = 0;
         g.beta = rnd() % 2 ? 1.0f : 0.75f;
     }
-    if (rnd() % 5 == 0) g.in_round = PA_GEMM_F16;
+    if (rnd() % 5 == 0 && !g_qgemv) g.in_round = PA_GEMM_F16;
     if (rnd() % 5 == 0) g.mid_round = rnd() % 2 ? PA_GEMM_F16 : PA_GEMM_BF16;
 
     /* the definition */
@@ -291,6 +301,8 @@ int main(int argc, char **argv) {
     const int cases = argc > 1 ? atoi(argv[1]) : 60;
     if (argc > 2) g_rng = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ull + 1;
     for (int c = 0; c < cases && g_fail < 10; c++) one_case(c);
-    printf("test_gemm: %d cases, %d failures\n", cases, g_fail);
+    g_qgemv = 1;
+    for (int c = 0; c < cases / 2 && g_fail < 10; c++) one_case(cases + c);
+    printf("test_gemm: %d cases and %d fused-GEMV cases, %d failures\n", cases, cases / 2, g_fail);
     return g_fail != 0;
 }

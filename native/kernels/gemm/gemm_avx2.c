@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "kernels/gemm/gemm_impl.h"
+#include "kernels/gemm/gemm_qbytes.h"
 
 #define MR 6
 #define NR 16
@@ -203,6 +204,163 @@ static void round_f16_256(float *p, int64_t n) {
     }
 }
 
+/* ---- the fused GEMV of int8 / int4 weights stored [n, k] (gm_tier.gemv_q) ---- */
+
+/* fp32 -> fp16 or bf16 (RNE; NaN -> quiet NaN as pa_f32_to_bf16) -> fp32 */
+GM_INLINE __m256 gm_round256(__m256 x, const int32_t dt) {
+    if (dt == PA_GEMM_F16) return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (dt == PA_GEMM_BF16) {
+        const __m256i u = _mm256_castps_si256(x);
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+        const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+        const __m256 v = _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffff0000u)));
+    }
+    return x;
+}
+
+/* weights ahead of the fused GEMV's reads, per stream */
+#define GM_QPF 512
+
+/* v[c] = m(g, j + c) for c < nc, fill for the rest (all of them when absent) */
+GM_INLINE void gm_qrow8(const pa_gemm_mat *m, bool present, int64_t g, int64_t j, int nc, float fill, float *v) {
+    if (present && !m->nz && (m->dt == PA_GEMM_F16 || m->dt == PA_GEMM_F32)) {
+        const int64_t first = m->off + g * m->rs + j * m->cs;
+        if (m->dt == PA_GEMM_F16) { /* F16C: the same values as pa_f16_to_f32 */
+            uint16_t h[16];
+            const uint16_t *src = (const uint16_t *)m->p + first;
+            for (int c = 0; c < 16; c++) h[c] = c < nc ? src[c * m->cs] : 0;
+            _mm256_storeu_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+            _mm256_storeu_ps(v + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8))));
+        } else {
+            const float *src = (const float *)m->p + first;
+            for (int c = 0; c < nc; c++) v[c] = src[c * m->cs];
+        }
+        for (int c = nc; c < 16; c++) v[c] = fill;
+        return;
+    }
+    for (int c = 0; c < 16; c++) v[c] = present && c < nc ? gm_fval(m->dt, m->p, gm_index(m, g, j + c)) : fill;
+}
+
+/* 4 rows of A (zero rows past mr, lda apart), 16 columns j.. (nc of them), over k
+ * in blocks of 16 values (group % 16 == 0): each output one fma chain in k order,
+ * the weight dequantised as gm_dequant. Full blocks transpose bytes in registers;
+ * the k tail and fewer than 16 columns go through a dequantised 16 x 16 block. */
+GM_INLINE void gemv_q_body256(const float *a, int64_t lda, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,
+                              int64_t j, int nc, float *tile, const int DT, const int RDT, const int HAS_O,
+                              const int R) {
+    const uint8_t *wb = b->p;
+    const bool has_s = q->scale.p != NULL;
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    float st[16], ot[16];
+    const int64_t cs = b->cs, e0 = b->off + j * cs;
+    const int64_t glen = q->group > 0 ? q->group : K;
+    int64_t g = -1, gnext = 0;
+    for (int64_t p = 0; p < K; p += 16) {
+        const int np = K - p < 16 ? (int)(K - p) : 16;
+        if (p == gnext) {
+            g++;
+            gnext += glen;
+            gm_qrow8(&q->scale, has_s, g, j, nc, 1.0f, st);
+            gm_qrow8(&q->offset, HAS_O, g, j, nc, 0.0f, ot);
+        }
+        if ((p & 63) == 0 && p + GM_QPF < K) {
+            for (int c = 0; c < nc; c++) {
+                const int64_t e = e0 + p + GM_QPF + c * cs;
+                _mm_prefetch((const char *)(wb + (DT == PA_GEMM_S4 ? e >> 1 : e)), _MM_HINT_T0);
+            }
+        }
+        const float *ap = a + p;
+        const __m256 s0 = _mm256_loadu_ps(st), s1 = _mm256_loadu_ps(st + 8);
+        const __m256 o0 = _mm256_loadu_ps(ot), o1 = _mm256_loadu_ps(ot + 8);
+        if (np == 16 && nc == 16) {
+            __m128i x[16];
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++) x[c] = gm_bytes16(wb, e0 + p + c * cs, DT);
+            gm_tr16_bytes(x);
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) {
+                __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x[i]));
+                __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(x[i], 8)));
+                if (HAS_O) {
+                    w0 = gm_round256(_mm256_add_ps(w0, o0), RDT);
+                    w1 = gm_round256(_mm256_add_ps(w1, o1), RDT);
+                }
+                w0 = gm_round256(_mm256_mul_ps(w0, s0), RDT);
+                w1 = gm_round256(_mm256_mul_ps(w1, s1), RDT);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; r++) {
+                    const __m256 av = _mm256_set1_ps(ap[r * lda + i]);
+                    acc[r][0] = _mm256_fmadd_ps(av, w0, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(av, w1, acc[r][1]);
+                }
+            }
+            continue;
+        }
+        float wt[16][16] __attribute__((aligned(32)));
+        for (int c = 0; c < 16; c++) {
+            for (int i = 0; i < 16; i++) {
+                wt[i][c] = c < nc && i < np ? gm_fval(DT, wb, e0 + p + i + c * cs) : 0.0f;
+            }
+        }
+        for (int i = 0; i < np; i++) {
+            __m256 w0 = _mm256_load_ps(wt[i]), w1 = _mm256_load_ps(wt[i] + 8);
+            if (HAS_O) {
+                w0 = gm_round256(_mm256_add_ps(w0, o0), RDT);
+                w1 = gm_round256(_mm256_add_ps(w1, o1), RDT);
+            }
+            w0 = gm_round256(_mm256_mul_ps(w0, s0), RDT);
+            w1 = gm_round256(_mm256_mul_ps(w1, s1), RDT);
+            for (int r = 0; r < R; r++) {
+                const __m256 av = _mm256_set1_ps(ap[r * lda + i]);
+                acc[r][0] = _mm256_fmadd_ps(av, w0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(av, w1, acc[r][1]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_ps(tile + r * 16, acc[r][0]);
+        _mm256_storeu_ps(tile + r * 16 + 8, acc[r][1]);
+    }
+}
+
+typedef void (*gm_gemvq256_fn)(const float *a, int64_t lda, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,
+                            int64_t j, int nc, float *tile);
+#define GM_GQ(NAME, DT, RDT, HO, R)                                                                           \
+    static void NAME(const float *a, int64_t lda, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,    \
+                     int64_t j, int nc, float *tile) {                                                        \
+        gemv_q_body256(a, lda, b, q, K, j, nc, tile, DT, RDT, HO, R);                                         \
+    }
+#define GM_GQ_R(S, DT, RDTN, RDT)                                                                             \
+    GM_GQ(gq256_##S##_##RDTN##_0_1, DT, RDT, 0, 1) GM_GQ(gq256_##S##_##RDTN##_1_1, DT, RDT, 1, 1)                   \
+    GM_GQ(gq256_##S##_##RDTN##_0_4, DT, RDT, 0, 4) GM_GQ(gq256_##S##_##RDTN##_1_4, DT, RDT, 1, 4)
+GM_GQ_R(s8, PA_GEMM_S8, h, PA_GEMM_F16)
+GM_GQ_R(s8, PA_GEMM_S8, b, PA_GEMM_BF16)
+GM_GQ_R(s8, PA_GEMM_S8, f, PA_GEMM_F32)
+GM_GQ_R(s4, PA_GEMM_S4, h, PA_GEMM_F16)
+GM_GQ_R(s4, PA_GEMM_S4, b, PA_GEMM_BF16)
+GM_GQ_R(s4, PA_GEMM_S4, f, PA_GEMM_F32)
+#undef GM_GQ
+#undef GM_GQ_R
+#define GM_GQ_ROW(S, RDTN) {{gq256_##S##_##RDTN##_0_1, gq256_##S##_##RDTN##_0_4}, {gq256_##S##_##RDTN##_1_1, gq256_##S##_##RDTN##_1_4}}
+/* [S4?][round: F16, BF16, F32][offset?][4 rows?] */
+static const gm_gemvq256_fn k_gq256[2][3][2][2] = {
+    {GM_GQ_ROW(s8, h), GM_GQ_ROW(s8, b), GM_GQ_ROW(s8, f)},
+    {GM_GQ_ROW(s4, h), GM_GQ_ROW(s4, b), GM_GQ_ROW(s4, f)},
+};
+#undef GM_GQ_ROW
+
+static int gemv_q256(const float *a, int64_t lda, int mr, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,
+                     int64_t j, int nc, float *tile) {
+    if (b->nz || b->rs != 1 || mr > 4 || (q->group != 0 && q->group % 16 != 0)) return 0;
+    if (b->dt == PA_GEMM_S4 && ((b->off & 1) || (b->cs & 1))) return 0;
+    const int ri = q->round_dt == PA_GEMM_F16 ? 0 : q->round_dt == PA_GEMM_BF16 ? 1 : 2;
+    k_gq256[b->dt == PA_GEMM_S4][ri][q->offset.p != NULL][mr > 1](a, lda, b, q, K, j, nc, tile);
+    return 1;
+}
+
 const gm_tier pa_gemm_tier_avx2 = {
     .isa = PA_ISA_AVX2,
     .mr = MR,
@@ -216,11 +374,13 @@ const gm_tier pa_gemm_tier_avx2 = {
     .pack_b = pack_b256,
     .pack_b_dot = pack_b_dot256,
     .round_f16 = round_f16_256,
+    .gemv_q = gemv_q256,
 };
 
 #undef MR
 #undef NR
 #undef GM_DAZ_FTZ
+#undef GM_QPF
 #undef GM_INLINE
 #undef GM_INSTANCES
 #undef GM_UKR
