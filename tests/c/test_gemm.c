@@ -80,8 +80,8 @@ typedef struct mat {
 
 /* A strided operand of rows x cols: row-major, column-major or padded, and batch
  * strides (some broadcast). */
-/* the decode-shaped cases of the fused GEMV: few rows of A times an int8 / int4 B
- * stored [n, k] (column-major here), no NZ, fp32 inputs */
+/* the decode-shaped cases: few rows of A times an int8 / int4 B stored [n, k]
+ * (column-major here), no NZ, fp32 inputs: the fused GEMV and the dequantising packer */
 static int g_qgemv;
 
 static void make(pa_gemm_mat *m, mat *store, int dt, int64_t rows, int64_t cols, int nb, const int64_t *batch,
@@ -163,7 +163,7 @@ static int one_case(int cs) {
     g.k = rnd() % 16 == 0 ? 0 : rint_(1, big ? 600 : 90);
     if (rnd() % 6 == 0) g.m = 1;
     if (g_qgemv) {
-        g.m = rint_(1, 4);
+        g.m = rnd() % 3 == 0 ? rint_(5, 30) : rint_(1, 4); /* more than 4 rows: the packed GEMM of a dequantised B */
         g.k = rint_(1, 400);
     }
     g.nbatch = g_qgemv ? 0 : (int)(rnd() % 3);

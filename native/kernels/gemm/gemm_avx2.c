@@ -220,6 +220,16 @@ GM_INLINE __m256 gm_round256(__m256 x, const int32_t dt) {
     return x;
 }
 
+/* 8 weights (fp32 values) dequantised as gm_dequant: offset added, scale applied, each rounded to RDT */
+GM_INLINE __m256 gm_deq8(__m256 w, __m256 s, __m256 o, const int RDT, const int HAS_O) {
+    if (HAS_O) w = gm_round256(_mm256_add_ps(w, o), RDT);
+    return gm_round256(_mm256_mul_ps(w, s), RDT);
+}
+
+/* bytes 0..7 (hi: 8..15) of x as 8 fp32 values */
+GM_INLINE __m256 gm_b2f_lo(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x)); }
+GM_INLINE __m256 gm_b2f_hi(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(x, 8))); }
+
 /* weights ahead of the fused GEMV's reads, per stream */
 #define GM_QPF 512
 
@@ -282,14 +292,8 @@ GM_INLINE void gemv_q_body256(const float *a, int64_t lda, const pa_gemm_mat *b,
             gm_tr16_bytes(x);
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) {
-                __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x[i]));
-                __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(x[i], 8)));
-                if (HAS_O) {
-                    w0 = gm_round256(_mm256_add_ps(w0, o0), RDT);
-                    w1 = gm_round256(_mm256_add_ps(w1, o1), RDT);
-                }
-                w0 = gm_round256(_mm256_mul_ps(w0, s0), RDT);
-                w1 = gm_round256(_mm256_mul_ps(w1, s1), RDT);
+                const __m256 w0 = gm_deq8(gm_b2f_lo(x[i]), s0, o0, RDT, HAS_O);
+                const __m256 w1 = gm_deq8(gm_b2f_hi(x[i]), s1, o1, RDT, HAS_O);
 #pragma GCC unroll 4
                 for (int r = 0; r < R; r++) {
                     const __m256 av = _mm256_set1_ps(ap[r * lda + i]);
@@ -306,13 +310,8 @@ GM_INLINE void gemv_q_body256(const float *a, int64_t lda, const pa_gemm_mat *b,
             }
         }
         for (int i = 0; i < np; i++) {
-            __m256 w0 = _mm256_load_ps(wt[i]), w1 = _mm256_load_ps(wt[i] + 8);
-            if (HAS_O) {
-                w0 = gm_round256(_mm256_add_ps(w0, o0), RDT);
-                w1 = gm_round256(_mm256_add_ps(w1, o1), RDT);
-            }
-            w0 = gm_round256(_mm256_mul_ps(w0, s0), RDT);
-            w1 = gm_round256(_mm256_mul_ps(w1, s1), RDT);
+            const __m256 w0 = gm_deq8(_mm256_load_ps(wt[i]), s0, o0, RDT, HAS_O);
+            const __m256 w1 = gm_deq8(_mm256_load_ps(wt[i] + 8), s1, o1, RDT, HAS_O);
             for (int r = 0; r < R; r++) {
                 const __m256 av = _mm256_set1_ps(ap[r * lda + i]);
                 acc[r][0] = _mm256_fmadd_ps(av, w0, acc[r][0]);
@@ -361,6 +360,92 @@ static int gemv_q256(const float *a, int64_t lda, int mr, const pa_gemm_mat *b, 
     return 1;
 }
 
+/* A dequantised B block for the GEMM (gm_tier.pack_bq) of int8 / int4 weights stored
+ * [n, k] (rs == 1): 16 x 16 blocks as bytes, transposed in registers, dequantised a
+ * panel row (16 columns) at a time; the k tail and a last panel of fewer columns
+ * through a 16 x 16 block of raw values. Other layouts: 0 (the generic packer). */
+GM_INLINE void pack_bq_body256(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0,
+                               int64_t ncols, float *dst, const int DT, const int RDT, const int HAS_O) {
+    const uint8_t *wb = b->p;
+    const bool has_s = q->scale.p != NULL;
+    const int64_t cs = b->cs;
+    float st[16], ot[16];
+    for (int64_t jp = 0; jp < ncols; jp += NR) {
+        const int nc = ncols - jp < NR ? (int)(ncols - jp) : NR;
+        const int64_t e0 = b->off + p0 + (j0 + jp) * cs;
+        float *panel = dst + jp * kc;
+        int64_t gcur = -1;
+        for (int64_t p = 0; p < kc; p += 16) {
+            const int np = kc - p < 16 ? (int)(kc - p) : 16;
+            const int64_t g = q->group > 0 ? (p0 + p) / q->group : 0;
+            if (g != gcur) {
+                gm_qrow8(&q->scale, has_s, g, j0 + jp, nc, 1.0f, st);
+                gm_qrow8(&q->offset, HAS_O, g, j0 + jp, nc, 0.0f, ot);
+                gcur = g;
+            }
+            const __m256 s0 = _mm256_loadu_ps(st), s1 = _mm256_loadu_ps(st + 8);
+            const __m256 o0 = _mm256_loadu_ps(ot), o1 = _mm256_loadu_ps(ot + 8);
+            float *row = panel + p * NR;
+            if (np == 16 && nc == 16) {
+                __m128i x[16];
+#pragma GCC unroll 16
+                for (int c = 0; c < 16; c++) x[c] = gm_bytes16(wb, e0 + p + c * cs, DT);
+                gm_tr16_bytes(x);
+#pragma GCC unroll 16
+                for (int i = 0; i < 16; i++) {
+                    _mm256_storeu_ps(row + i * NR, gm_deq8(gm_b2f_lo(x[i]), s0, o0, RDT, HAS_O));
+                    _mm256_storeu_ps(row + i * NR + 8, gm_deq8(gm_b2f_hi(x[i]), s1, o1, RDT, HAS_O));
+                }
+                continue;
+            }
+            float wt[16][16] __attribute__((aligned(32)));
+            for (int c = 0; c < 16; c++) {
+                for (int i = 0; i < 16; i++) wt[i][c] = c < nc && i < np ? gm_fval(DT, wb, e0 + p + i + c * cs) : 0.0f;
+            }
+            const __m256 keep0 = _mm256_castsi256_ps(gm_mask8(nc)), keep1 = _mm256_castsi256_ps(gm_mask8(nc - 8));
+            for (int i = 0; i < np; i++) {
+                const __m256 w0 = gm_deq8(_mm256_load_ps(wt[i]), s0, o0, RDT, HAS_O);
+                const __m256 w1 = gm_deq8(_mm256_load_ps(wt[i] + 8), s1, o1, RDT, HAS_O);
+                _mm256_storeu_ps(row + i * NR, _mm256_and_ps(w0, keep0));
+                _mm256_storeu_ps(row + i * NR + 8, _mm256_and_ps(w1, keep1));
+            }
+        }
+    }
+}
+
+typedef void (*gm_packbq256_fn)(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0,
+                                int64_t ncols, float *dst);
+#define GM_PQ(NAME, DT, RDT, HO)                                                                              \
+    static void NAME(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0,        \
+                     int64_t ncols, float *dst) {                                                             \
+        pack_bq_body256(b, q, p0, kc, j0, ncols, dst, DT, RDT, HO);                                           \
+    }
+#define GM_PQ_R(S, DT, RDTN, RDT) GM_PQ(pq256_##S##_##RDTN##_0, DT, RDT, 0) GM_PQ(pq256_##S##_##RDTN##_1, DT, RDT, 1)
+GM_PQ_R(s8, PA_GEMM_S8, h, PA_GEMM_F16)
+GM_PQ_R(s8, PA_GEMM_S8, b, PA_GEMM_BF16)
+GM_PQ_R(s8, PA_GEMM_S8, f, PA_GEMM_F32)
+GM_PQ_R(s4, PA_GEMM_S4, h, PA_GEMM_F16)
+GM_PQ_R(s4, PA_GEMM_S4, b, PA_GEMM_BF16)
+GM_PQ_R(s4, PA_GEMM_S4, f, PA_GEMM_F32)
+#undef GM_PQ
+#undef GM_PQ_R
+#define GM_PQ_ROW(S, RDTN) {pq256_##S##_##RDTN##_0, pq256_##S##_##RDTN##_1}
+/* [S4?][round: F16, BF16, F32][offset?] */
+static const gm_packbq256_fn k_pq256[2][3][2] = {
+    {GM_PQ_ROW(s8, h), GM_PQ_ROW(s8, b), GM_PQ_ROW(s8, f)},
+    {GM_PQ_ROW(s4, h), GM_PQ_ROW(s4, b), GM_PQ_ROW(s4, f)},
+};
+#undef GM_PQ_ROW
+
+static int pack_bq256(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0, int64_t ncols,
+                      float *dst) {
+    if (b->nz || b->rs != 1 || b->cs == 1 || (q->group != 0 && q->group % 16 != 0) || p0 % 16 != 0) return 0;
+    if (b->dt == PA_GEMM_S4 && (((b->off + p0) & 1) || (b->cs & 1))) return 0;
+    const int ri = q->round_dt == PA_GEMM_F16 ? 0 : q->round_dt == PA_GEMM_BF16 ? 1 : 2;
+    k_pq256[b->dt == PA_GEMM_S4][ri][q->offset.p != NULL](b, q, p0, kc, j0, ncols, dst);
+    return 1;
+}
+
 const gm_tier pa_gemm_tier_avx2 = {
     .isa = PA_ISA_AVX2,
     .mr = MR,
@@ -375,6 +460,7 @@ const gm_tier pa_gemm_tier_avx2 = {
     .pack_b_dot = pack_b_dot256,
     .round_f16 = round_f16_256,
     .gemv_q = gemv_q256,
+    .pack_bq = pack_bq256,
 };
 
 #undef MR
