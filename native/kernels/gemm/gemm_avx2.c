@@ -25,10 +25,19 @@ GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
     float *t = u->t;
     const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
     __m256 c0[MR], c1[MR];
+    /* whole tiles without masks (AMD's masked stores are microcoded: slow) */
+    const bool whole = u->nr == NR;
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-        c0[r] = u->load ? _mm256_maskload_ps(t + r * ldt, m0) : _mm256_setzero_ps();
-        c1[r] = u->load ? _mm256_maskload_ps(t + r * ldt + 8, m1) : _mm256_setzero_ps();
+        if (!u->load) {
+            c0[r] = c1[r] = _mm256_setzero_ps();
+        } else if (whole) {
+            c0[r] = _mm256_loadu_ps(t + r * ldt);
+            c1[r] = _mm256_loadu_ps(t + r * ldt + 8);
+        } else {
+            c0[r] = _mm256_maskload_ps(t + r * ldt, m0);
+            c1[r] = _mm256_maskload_ps(t + r * ldt + 8, m1);
+        }
     }
     const int64_t k = u->k;
     if (u->bfull) {
@@ -58,8 +67,13 @@ GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
     }
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-        _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
-        _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
+        if (whole) {
+            _mm256_storeu_ps(t + r * ldt, c0[r]);
+            _mm256_storeu_ps(t + r * ldt + 8, c1[r]);
+        } else {
+            _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
+            _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
+        }
     }
 }
 
@@ -71,10 +85,18 @@ GM_INLINE void dot8_body(const gm_ukr *u, const int R) {
     const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
     const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
     __m256 c0[MR], c1[MR];
+    const bool whole = u->nr == NR;
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-        c0[r] = u->load ? _mm256_maskload_ps(t + r * ldt, m0) : _mm256_setzero_ps();
-        c1[r] = u->load ? _mm256_maskload_ps(t + r * ldt + 8, m1) : _mm256_setzero_ps();
+        if (!u->load) {
+            c0[r] = c1[r] = _mm256_setzero_ps();
+        } else if (whole) {
+            c0[r] = _mm256_loadu_ps(t + r * ldt);
+            c1[r] = _mm256_loadu_ps(t + r * ldt + 8);
+        } else {
+            c0[r] = _mm256_maskload_ps(t + r * ldt, m0);
+            c1[r] = _mm256_maskload_ps(t + r * ldt + 8, m1);
+        }
     }
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | GM_DAZ_FTZ);
@@ -105,8 +127,13 @@ GM_INLINE void dot8_body(const gm_ukr *u, const int R) {
     _mm_setcsr(csr);
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
-        _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
-        _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
+        if (whole) {
+            _mm256_storeu_ps(t + r * ldt, c0[r]);
+            _mm256_storeu_ps(t + r * ldt + 8, c1[r]);
+        } else {
+            _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
+            _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
+        }
     }
 }
 
