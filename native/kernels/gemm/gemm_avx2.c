@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "kernels/gemm/gemm_impl.h"
+#include "kernels/common/bf16_vec.h"
 #include "kernels/gemm/gemm_qbytes.h"
 
 #define MR 6
@@ -105,20 +106,15 @@ GM_INLINE void dot8_body(const gm_ukr *u, const int R) {
         const __m256i v1 = _mm256_loadu_si256((const __m256i *)(b + 8));
         const __m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(v0, hi));
         const __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16));
-#pragma GCC unroll 6
-        for (int r = 0; r < R; r++) {
-            const uint32_t w = a[r];
-            const __m256 ao = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w & 0xffff0000u)));
-            const __m256 ae = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w << 16)));
-            c0[r] = _mm256_fmadd_ps(ae, e0, _mm256_fmadd_ps(ao, o0, c0[r]));
-        }
         const __m256 o1 = _mm256_castsi256_ps(_mm256_and_si256(v1, hi));
         const __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(v1, 16));
 #pragma GCC unroll 6
         for (int r = 0; r < R; r++) {
-            const uint32_t w = a[r];
-            const __m256 ao = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w & 0xffff0000u)));
-            const __m256 ae = _mm256_castsi256_ps(_mm256_set1_epi32((int)(w << 16)));
+            /* the pair broadcast from memory (one load), split in vector registers */
+            const __m256i w = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(a + r)));
+            const __m256 ao = _mm256_castsi256_ps(_mm256_and_si256(w, hi));
+            const __m256 ae = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+            c0[r] = _mm256_fmadd_ps(ae, e0, _mm256_fmadd_ps(ao, o0, c0[r]));
             c1[r] = _mm256_fmadd_ps(ae, e1, _mm256_fmadd_ps(ao, o1, c1[r]));
         }
         a += MR;
@@ -151,31 +147,94 @@ static const gm_ukr_fn k_dot8[MR + 1] = {NULL, GM_INSTANCES(GM_REF_DOT)};
 static void ukr256(const gm_ukr *u) { k_ukr8[u->mr](u); }
 static void dot256(const gm_ukr *u) { k_dot8[u->mr](u); }
 
-/* ---- the epilogue (fp32 and fp16 outputs vectorised; the rest generic) ---- */
-
-static void store256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr) {
-    if (e->epi != NULL || e->c_cs != 1 || e->bias != NULL || e->mid_round != PA_GEMM_F32 ||
-        e->c_dt == PA_GEMM_BF16) {
-        pa_gemm_store_generic(e, t, ldt, i0, j0, mr, nr);
-        return;
+/* fp32 -> fp16 or bf16 (RNE; NaN -> quiet NaN as pa_f32_to_bf16) -> fp32 */
+GM_INLINE __m256 gm_round256(__m256 x, const int32_t dt) {
+    if (dt == PA_GEMM_F16) return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (dt == PA_GEMM_BF16) {
+        const __m256i u = _mm256_castps_si256(x);
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+        const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+        const __m256 v = _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffff0000u)));
     }
-    const __m256 alpha = _mm256_set1_ps(e->alpha);
+    return x;
+}
+
+/* 8 values of a bias / C element row at element i (F32, F16, BF16) */
+GM_INLINE __m256 gm_ld8(const void *p, int32_t dt, int64_t i) {
+    if (dt == PA_GEMM_F32) return _mm256_loadu_ps((const float *)p + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (dt == PA_GEMM_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* one bias value, broadcast */
+GM_INLINE __m256 gm_ld8_one(const void *p, int32_t dt, int64_t i) { return _mm256_set1_ps(gm_fval(dt, p, i)); }
+
+/* ---- the epilogue: the generic one's operations on 8 lanes (contiguous C rows;
+ * a bias contiguous along n or broadcast), callbacks and other layouts generic ---- */
+
+GM_INLINE void store_body256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr,
+                             const int MID, const int CDT, const int BIAS) {
+    const __m256 alpha = _mm256_set1_ps(e->alpha), beta = _mm256_set1_ps(e->beta);
+    const bool scale = e->alpha != 1.0f, bscale = e->beta != 1.0f;
     for (int r = 0; r < mr; r++) {
         const float *src = t + r * ldt;
         const int64_t base = e->c_off + (i0 + r) * e->c_rs + j0;
+        const int64_t bbase = BIAS ? e->bias_off + (i0 + r) * e->bias_rs + j0 * e->bias_cs : 0;
+        const __m256 bconst = BIAS && e->bias_cs == 0 ? gm_ld8_one(e->bias, e->bias_dt, bbase) : _mm256_setzero_ps();
         int j = 0;
         for (; j + 8 <= nr; j += 8) {
-            __m256 x = _mm256_loadu_ps(src + j);
-            if (e->alpha != 1.0f) x = _mm256_mul_ps(alpha, x);
-            if (e->c_dt == PA_GEMM_F16) {
+            __m256 x = gm_round256(_mm256_loadu_ps(src + j), MID);
+            if (scale) x = _mm256_mul_ps(alpha, x);
+            if (BIAS) {
+                __m256 bv = e->bias_cs == 0 ? bconst : gm_ld8(e->bias, e->bias_dt, bbase + j);
+                if (bscale) bv = _mm256_mul_ps(beta, bv);
+                x = _mm256_add_ps(x, bv);
+            }
+            if (CDT == PA_GEMM_F16) {
                 _mm_storeu_si128((__m128i *)((uint16_t *)e->c + base + j),
                                  _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            } else if (CDT == PA_GEMM_BF16) {
+                _mm_storeu_si128((__m128i *)((uint16_t *)e->c + base + j), pa_bf16_pack_avx2(x));
             } else {
                 _mm256_storeu_ps((float *)e->c + base + j, x);
             }
         }
         if (j < nr) pa_gemm_store_generic(e, src + j, ldt, i0 + r, j0 + j, 1, nr - j);
     }
+}
+
+#define GM_ST(NAME, MID, CDT, BIAS)                                                                           \
+    static void NAME(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr) {  \
+        store_body256(e, t, ldt, i0, j0, mr, nr, MID, CDT, BIAS);                                             \
+    }
+#define GM_ST_C(MIDN, MID)                                                                                     \
+    GM_ST(st256_##MIDN##_f_0, MID, PA_GEMM_F32, 0) GM_ST(st256_##MIDN##_f_1, MID, PA_GEMM_F32, 1)             \
+    GM_ST(st256_##MIDN##_h_0, MID, PA_GEMM_F16, 0) GM_ST(st256_##MIDN##_h_1, MID, PA_GEMM_F16, 1)             \
+    GM_ST(st256_##MIDN##_b_0, MID, PA_GEMM_BF16, 0) GM_ST(st256_##MIDN##_b_1, MID, PA_GEMM_BF16, 1)
+GM_ST_C(f, PA_GEMM_F32)
+GM_ST_C(h, PA_GEMM_F16)
+GM_ST_C(b, PA_GEMM_BF16)
+#undef GM_ST
+#undef GM_ST_C
+typedef void (*gm_store256_fn)(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr);
+#define GM_ST_ROW(MIDN) {{st256_##MIDN##_f_0, st256_##MIDN##_f_1}, {st256_##MIDN##_h_0, st256_##MIDN##_h_1}, \
+                         {st256_##MIDN##_b_0, st256_##MIDN##_b_1}}
+/* [mid round: F32, F16, BF16][C: F32, F16, BF16][bias?] */
+static const gm_store256_fn k_st256[3][3][2] = {GM_ST_ROW(f), GM_ST_ROW(h), GM_ST_ROW(b)};
+#undef GM_ST_ROW
+
+GM_INLINE int gm_dt3(int32_t dt) { return dt == PA_GEMM_F16 ? 1 : dt == PA_GEMM_BF16 ? 2 : 0; }
+
+static void store256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr) {
+    const bool bias_ok = e->bias == NULL || ((e->bias_cs == 1 || e->bias_cs == 0) && e->bias_dt <= PA_GEMM_BF16);
+    if (e->epi != NULL || e->c_cs != 1 || !bias_ok || e->c_dt > PA_GEMM_BF16 || e->mid_round > PA_GEMM_BF16) {
+        pa_gemm_store_generic(e, t, ldt, i0, j0, mr, nr);
+        return;
+    }
+    k_st256[gm_dt3(e->mid_round)][gm_dt3(e->c_dt)][e->bias != NULL](e, t, ldt, i0, j0, mr, nr);
 }
 
 /* ---- B packers: fp32 / fp16 row-major ---- */
@@ -212,10 +271,75 @@ static int pack_b256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, i
     return 1;
 }
 
-static int pack_b_dot256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, int nr,
+/* a pair (lo, hi) of 16-bit values as one word: hi 0 past the block */
+GM_INLINE uint32_t gm_pair(const uint16_t *p, bool odd) { return odd ? (uint32_t)p[0] | (uint32_t)p[1] << 16 : p[0]; }
+
+/* dot chain B panels (bf16): row[q][j] = B(p0 + 2q, j) | B(p0 + 2q + 1, j) << 16 */
+static int pack_b_dot256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, int nr_,
                          uint32_t *dst) {
-    (void)b, (void)p0, (void)kc, (void)j0, (void)ncols, (void)nr, (void)dst;
+    (void)nr_;
+    if (b->nz || b->dt != PA_GEMM_BF16) return 0;
+    const uint16_t *base = b->p;
+    const int64_t kq = (kc + 1) / 2;
+    if (b->cs == 1) {
+        /* rows contiguous along n: two rows interleaved 16 bits at a time */
+        for (int64_t jp = 0; jp < ncols; jp += NR) {
+            const int nr = ncols - jp < NR ? (int)(ncols - jp) : NR;
+            uint32_t *panel = dst + jp * kq;
+            const uint16_t *col = base + b->off + p0 * b->rs + j0 + jp;
+            for (int64_t q = 0; q < kq; q++) {
+                const uint16_t *r0 = col + 2 * q * b->rs, *r1 = r0 + b->rs;
+                const bool odd = 2 * q + 1 < kc;
+                uint32_t *row = panel + q * NR;
+                if (nr == NR) {
+                    const __m256i x0 = _mm256_loadu_si256((const __m256i *)r0);
+                    const __m256i x1 = odd ? _mm256_loadu_si256((const __m256i *)r1) : _mm256_setzero_si256();
+                    const __m256i lo = _mm256_unpacklo_epi16(x0, x1), hi = _mm256_unpackhi_epi16(x0, x1);
+                    _mm256_storeu_si256((__m256i *)row, _mm256_permute2x128_si256(lo, hi, 0x20));
+                    _mm256_storeu_si256((__m256i *)(row + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+                } else {
+                    for (int j = 0; j < NR; j++) row[j] = j < nr ? (uint32_t)r0[j] | (odd ? (uint32_t)r1[j] << 16 : 0u) : 0u;
+                }
+            }
+        }
+        return 1;
+    }
+    if (b->rs == 1) {
+        /* columns contiguous along k: each pair is two neighbours of the column */
+        for (int64_t jp = 0; jp < ncols; jp += NR) {
+            const int nr = ncols - jp < NR ? (int)(ncols - jp) : NR;
+            uint32_t *panel = dst + jp * kq;
+            for (int j = 0; j < NR; j++) {
+                if (j >= nr) {
+                    for (int64_t q = 0; q < kq; q++) panel[q * NR + j] = 0u;
+                    continue;
+                }
+                const uint16_t *c = base + b->off + p0 + (j0 + jp + j) * b->cs;
+                const int64_t full = kc / 2;
+                for (int64_t q = 0; q < full; q++) panel[q * NR + j] = gm_pair(c + 2 * q, true);
+                if (full < kq) panel[full * NR + j] = gm_pair(c + 2 * full, false);
+            }
+        }
+        return 1;
+    }
     return 0;
+}
+
+/* dot chain A panels (bf16, rows contiguous along k): ap[q*MR + r] = A(r, 2q) | A(r, 2q+1) << 16 */
+static int pack_a_dot256(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64_t kc, uint32_t *dst) {
+    if (a->nz || a->dt != PA_GEMM_BF16 || a->cs != 1) return 0;
+    const uint16_t *base = a->p;
+    const int64_t kq = (kc + 1) / 2, full = kc / 2;
+    for (int r = 0; r < MR; r++) {
+        if (r >= mr) {
+            for (int64_t q = 0; q < kq; q++) dst[q * MR + r] = 0u;
+            continue;
+        }
+        const uint16_t *src = base + a->off + (i0 + r) * a->rs + p0;
+        for (int64_t q = 0; q < full; q++) dst[q * MR + r] = gm_pair(src + 2 * q, true);
+        if (full < kq) dst[full * MR + r] = gm_pair(src + 2 * full, false);
+    }
+    return 1;
 }
 
 /* fp32 -> fp16 (RNE, no exceptions) -> fp32 in place; F16C rounds as pa_f32_to_f16 */
@@ -232,20 +356,6 @@ static void round_f16_256(float *p, int64_t n) {
 }
 
 /* ---- the fused GEMV of int8 / int4 weights stored [n, k] (gm_tier.gemv_q) ---- */
-
-/* fp32 -> fp16 or bf16 (RNE; NaN -> quiet NaN as pa_f32_to_bf16) -> fp32 */
-GM_INLINE __m256 gm_round256(__m256 x, const int32_t dt) {
-    if (dt == PA_GEMM_F16) return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    if (dt == PA_GEMM_BF16) {
-        const __m256i u = _mm256_castps_si256(x);
-        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-        const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-        const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
-        const __m256 v = _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-        return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffff0000u)));
-    }
-    return x;
-}
 
 /* 8 weights (fp32 values) dequantised as gm_dequant: offset added, scale applied, each rounded to RDT */
 GM_INLINE __m256 gm_deq8(__m256 w, __m256 s, __m256 o, const int RDT, const int HAS_O) {
@@ -485,6 +595,7 @@ const gm_tier pa_gemm_tier_avx2 = {
     .store = store256,
     .pack_b = pack_b256,
     .pack_b_dot = pack_b_dot256,
+    .pack_a_dot = pack_a_dot256,
     .round_f16 = round_f16_256,
     .gemv_q = gemv_q256,
     .pack_bq = pack_bq256,
