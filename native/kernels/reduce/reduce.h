@@ -99,6 +99,11 @@ typedef struct pa_red_lanes {
     double (*sumabs_f32)(const float *x, int64_t n);
     void (*acc_f32)(double *acc, const float *x, int64_t n);  /* acc[i] += x[i] */
     void (*acc_f64)(double *acc, const double *x, int64_t n);
+    /* the same over bf16 bits (widened exactly in the lane loop) */
+    double (*sum_bf16)(const uint16_t *x, int64_t n);
+    double (*sumsq_bf16)(const uint16_t *x, int64_t n);
+    double (*sumabs_bf16)(const uint16_t *x, int64_t n);
+    void (*acc_bf16)(double *acc, const uint16_t *x, int64_t n);
 } pa_red_lanes;
 
 const pa_red_lanes *pa_red_lanes_of(pa_isa isa);

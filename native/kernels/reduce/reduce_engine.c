@@ -130,6 +130,10 @@ typedef struct red_ctx {
 static double block_sum(const red_ctx *c, const char *p, int64_t n) {
     const pa_red_args *a = c->a;
     const bool sq = a->kind == PA_RED_NORM && a->p == 2, ab = a->kind == PA_RED_NORM && a->p == 1;
+    if (f32_source(a) && a->in_dtype == ACL_BF16) {
+        const uint16_t *x = (const uint16_t *)p;
+        return sq ? c->lanes->sumsq_bf16(x, n) : ab ? c->lanes->sumabs_bf16(x, n) : c->lanes->sum_bf16(x, n);
+    }
     if (f32_source(a)) {
         alignas(64) float buf[PA_RED_BLOCK];
         const float *x = as_f32(a, c->ops, p, n, buf);
@@ -308,6 +312,8 @@ static void outer_range(void *ctx, int64_t begin, int64_t end) {
             const char *p = a->in + (ib + pa_red_elem_offset(a, r)) * (int64_t)es;
             if (f64_source(a)) {
                 c->lanes->acc_f64(acc, (const double *)p, n);
+            } else if (f32_source(a) && a->in_dtype == ACL_BF16) {
+                c->lanes->acc_bf16(acc, (const uint16_t *)p, n);
             } else if (f32_source(a)) {
                 c->lanes->acc_f32(acc, as_f32(a, c->ops, p, n, buf), n);
             } else {
