@@ -239,8 +239,89 @@ static void store256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, i
 
 /* ---- B packers: fp32 / fp16 row-major ---- */
 
+/* 8 consecutive values of an F32 / F16 / BF16 operand from element e, as fp32 */
+GM_INLINE __m256 gm_ld8v(const void *p, int32_t dt, int64_t e) {
+    if (dt == PA_GEMM_F32) return _mm256_loadu_ps((const float *)p + e);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + e));
+    if (dt == PA_GEMM_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* 8 x 8 transpose: r[i] lane j -> r[j] lane i */
+GM_INLINE void gm_tr8(__m256 *r) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+    }
+}
+
+/* B with its columns contiguous along k (a [n, k] weight passed transposed): 8 x 8
+ * blocks of (k, column) transposed into panel rows; tails element by element */
+static int pack_b_cols256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, float *dst) {
+    for (int64_t jp = 0; jp < ncols; jp += NR) {
+        const int nr = ncols - jp < NR ? (int)(ncols - jp) : NR;
+        float *panel = dst + jp * kc;
+        const int64_t e0 = b->off + p0 + (j0 + jp) * b->cs;
+        int64_t p = 0;
+        if (nr == NR) {
+            for (; p + 8 <= kc; p += 8) {
+                for (int h = 0; h < 2; h++) {
+                    __m256 r[8];
+                    for (int c = 0; c < 8; c++) r[c] = gm_ld8v(b->p, b->dt, e0 + p + (8 * h + c) * b->cs);
+                    gm_tr8(r);
+                    for (int i = 0; i < 8; i++) _mm256_storeu_ps(panel + (p + i) * NR + 8 * h, r[i]);
+                }
+            }
+        }
+        for (; p < kc; p++) {
+            float *row = panel + p * NR;
+            for (int j = 0; j < NR; j++) row[j] = j < nr ? gm_fval(b->dt, b->p, e0 + p + j * b->cs) : 0.0f;
+        }
+    }
+    return 1;
+}
+
+/* fp32 chain A panels (F32 / F16 / BF16 rows contiguous along k): ap[p*MR + r] = A(i0 + r, p0 + p),
+ * rows mr..MR zero; 8 k values of the 6 rows transposed at a time */
+static int pack_a256(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64_t kc, float *dst) {
+    if (a->nz || a->cs != 1 || a->dt > PA_GEMM_BF16) return 0;
+    const int64_t e0 = a->off + i0 * a->rs + p0;
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; i++) r[i] = i < mr ? gm_ld8v(a->p, a->dt, e0 + i * a->rs + p) : _mm256_setzero_ps();
+        gm_tr8(r);
+        for (int i = 0; i < 8; i++) {
+            float *row = dst + (p + i) * MR;
+            if (p + i + 1 < kc) {
+                _mm256_storeu_ps(row, r[i]); /* lanes 6, 7 land in the next row, written after */
+            } else {
+                float t[8];
+                _mm256_storeu_ps(t, r[i]);
+                for (int j = 0; j < MR; j++) row[j] = t[j];
+            }
+        }
+    }
+    for (; p < kc; p++) {
+        for (int i = 0; i < MR; i++) dst[p * MR + i] = i < mr ? gm_fval(a->dt, a->p, e0 + i * a->rs + p) : 0.0f;
+    }
+    return 1;
+}
+
 static int pack_b256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j0, int64_t ncols, int nr_, float *dst) {
     (void)nr_;
+    if (!b->nz && b->rs == 1 && b->cs != 1 && b->dt <= PA_GEMM_BF16) return pack_b_cols256(b, p0, kc, j0, ncols, dst);
     if (b->nz || b->cs != 1 || (b->dt != PA_GEMM_F32 && b->dt != PA_GEMM_F16)) return 0;
     for (int64_t jp = 0; jp < ncols; jp += NR) {
         const int nr = ncols - jp < NR ? (int)(ncols - jp) : NR;
@@ -596,6 +677,7 @@ const gm_tier pa_gemm_tier_avx2 = {
     .pack_b = pack_b256,
     .pack_b_dot = pack_b_dot256,
     .pack_a_dot = pack_a_dot256,
+    .pack_a = pack_a256,
     .round_f16 = round_f16_256,
     .gemv_q = gemv_q256,
     .pack_bq = pack_bq256,
