@@ -3,6 +3,7 @@
  * pair) under MXCSR DAZ + FTZ. Bits equal the scalar tier's (gemm.h). */
 #if defined(PA_HAVE_X86_KERNELS)
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels/gemm/gemm_impl.h"
 #include "kernels/common/bf16_vec.h"
@@ -397,8 +398,24 @@ static int pack_b_dot256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j
                 }
                 const uint16_t *c = base + b->off + p0 + (j0 + jp + j) * b->cs;
                 const int64_t full = kc / 2;
-                for (int64_t q = 0; q < full; q++) panel[q * NR + j] = gm_pair(c + 2 * q, true);
+                int64_t q = 0;
+                if (nr == NR) q = full / 8 * 8; /* whole blocks: transposed below */
+                for (; q < full; q++) panel[q * NR + j] = gm_pair(c + 2 * q, true);
                 if (full < kq) panel[full * NR + j] = gm_pair(c + 2 * full, false);
+            }
+            if (nr == NR) {
+                /* 8 pairs (32-bit words) of 8 columns at a time, transposed */
+                for (int64_t q = 0; q + 8 <= kc / 2; q += 8) {
+                    for (int h = 0; h < 2; h++) {
+                        __m256 r[8];
+                        for (int c = 0; c < 8; c++) {
+                            const uint16_t *col = base + b->off + p0 + 2 * q + (j0 + jp + 8 * h + c) * b->cs;
+                            r[c] = _mm256_loadu_ps((const float *)(const void *)col);
+                        }
+                        gm_tr8(r);
+                        for (int i = 0; i < 8; i++) _mm256_storeu_ps((float *)(void *)(panel + (q + i) * NR + 8 * h), r[i]);
+                    }
+                }
             }
         }
         return 1;
@@ -408,9 +425,25 @@ static int pack_b_dot256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t j
 
 /* dot chain A panels (bf16, rows contiguous along k): ap[q*MR + r] = A(r, 2q) | A(r, 2q+1) << 16 */
 static int pack_a_dot256(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64_t kc, uint32_t *dst) {
-    if (a->nz || a->dt != PA_GEMM_BF16 || a->cs != 1) return 0;
+    if (a->nz || a->dt != PA_GEMM_BF16 || (a->cs != 1 && a->rs != 1)) return 0;
     const uint16_t *base = a->p;
     const int64_t kq = (kc + 1) / 2, full = kc / 2;
+    if (a->cs != 1) {
+        /* columns contiguous along m (a transposed operand): the mr values of k 2q and 2q + 1
+         * interleaved 16 bits at a time */
+        for (int64_t q = 0; q < kq; q++) {
+            uint16_t x0[8] = {0}, x1[8] = {0};
+            const uint16_t *c0 = base + a->off + i0 + (p0 + 2 * q) * a->cs;
+            memcpy(x0, c0, (size_t)mr * 2);
+            if (2 * q + 1 < kc) memcpy(x1, c0 + a->cs, (size_t)mr * 2);
+            const __m128i v0 = _mm_loadu_si128((const __m128i *)x0), v1 = _mm_loadu_si128((const __m128i *)x1);
+            uint32_t w[8];
+            _mm_storeu_si128((__m128i *)w, _mm_unpacklo_epi16(v0, v1));
+            _mm_storeu_si128((__m128i *)(w + 4), _mm_unpackhi_epi16(v0, v1));
+            for (int r = 0; r < MR; r++) dst[q * MR + r] = w[r];
+        }
+        return 1;
+    }
     for (int r = 0; r < MR; r++) {
         if (r >= mr) {
             for (int64_t q = 0; q < kq; q++) dst[q * MR + r] = 0u;
