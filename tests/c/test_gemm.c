@@ -80,16 +80,17 @@ typedef struct mat {
 
 /* A strided operand of rows x cols: row-major, column-major or padded, and batch
  * strides (some broadcast). */
-/* the decode-shaped cases: few rows of A times an int8 / int4 B stored [n, k]
- * (column-major here), no NZ, fp32 inputs: the fused GEMV and the dequantising packer */
-static int g_qgemv;
+/* the decode-shaped cases: 1 = few rows of A times an int8 / int4 B stored [n, k]
+ * (column-major here), no NZ, fp32 inputs: the fused GEMV and the dequantising packer;
+ * 2 = up to 4 rows times an fp32 row-major B into a plain fp32 C: the fp32 GEMV */
+static int g_mode;
 
 static void make(pa_gemm_mat *m, mat *store, int dt, int64_t rows, int64_t cols, int nb, const int64_t *batch,
                  int special, int allow_nz) {
     memset(m, 0, sizeof *m);
     m->dt = dt;
-    const int layout = g_qgemv && allow_nz ? 1 : (int)(rnd() % 3);
-    if (g_qgemv) allow_nz = 0;
+    const int layout = g_mode && allow_nz ? (g_mode == 1 ? 1 : 0) : (int)(rnd() % 3);
+    if (g_mode) allow_nz = 0;
     const int64_t pad = rint_(0, 3);
     int64_t rs, cs, span;
     if (layout == 1) { /* column-major */
@@ -162,11 +163,15 @@ static int one_case(int cs) {
     g.n = rint_(1, big ? 200 : 70);
     g.k = rnd() % 16 == 0 ? 0 : rint_(1, big ? 600 : 90);
     if (rnd() % 6 == 0) g.m = 1;
-    if (g_qgemv) {
+    if (g_mode == 1) {
         g.m = rnd() % 3 == 0 ? rint_(5, 30) : rint_(1, 4); /* more than 4 rows: the packed GEMM of a dequantised B */
         g.k = rint_(1, 400);
     }
-    g.nbatch = g_qgemv ? 0 : (int)(rnd() % 3);
+    if (g_mode == 2) {
+        g.m = rint_(1, 4);
+        g.k = rint_(1, 300);
+    }
+    g.nbatch = g_mode ? 0 : (int)(rnd() % 3);
     int64_t nb = 1;
     for (int d = 0; d < g.nbatch; d++) {
         g.batch[d] = rint_(1, 3);
@@ -174,8 +179,8 @@ static int one_case(int cs) {
     }
     const int kinds[] = {PA_GEMM_F32, PA_GEMM_F16, PA_GEMM_BF16};
     const int adt = kinds[rnd() % 3];
-    int bdt = rnd() % 2 ? adt : kinds[rnd() % 3];
-    const int quant = g_qgemv || rnd() % 6 == 0;
+    int bdt = g_mode == 2 ? PA_GEMM_F32 : rnd() % 2 ? adt : kinds[rnd() % 3];
+    const int quant = g_mode == 1 || (!g_mode && rnd() % 6 == 0);
     if (quant) bdt = rnd() % 2 ? PA_GEMM_S8 : PA_GEMM_S4;
     const int special = rnd() % 4 == 0;
     mat sa, sb, sc, sbias = {0}, ssc = {0}, sof = {0};
@@ -189,13 +194,13 @@ static int one_case(int cs) {
         if (rnd() % 2) make(&g.bq.offset, &sof, PA_GEMM_F16, groups, g.n, g.nbatch, g.batch, 0, 0);
         g.bq.round_dt = rnd() % 3 == 0 ? PA_GEMM_F16 : rnd() % 2 ? PA_GEMM_BF16 : PA_GEMM_F32;
     }
-    const int cdt = kinds[rnd() % 3];
+    const int cdt = g_mode == 2 && rnd() % 4 != 0 ? PA_GEMM_F32 : kinds[rnd() % 3];
     /* C: contiguous row-major or padded */
     const int64_t cpad = rint_(0, 2);
     g.c.dt = cdt;
     g.c.rs = g.n + cpad;
     g.c.cs = 1;
-    if (rnd() % 5 == 0) { /* column-major C */
+    if (rnd() % 5 == 0 && g_mode != 2) { /* column-major C */
         g.c.rs = 1;
         g.c.cs = g.m + cpad;
     }
@@ -208,18 +213,18 @@ static int one_case(int cs) {
     sc.p = calloc((size_t)sc.elems, 4);
     g.c.p = sc.p;
     g.c.off = 1;
-    if (rnd() % 3 == 0) {
+    if (rnd() % (g_mode == 2 ? 8 : 3) == 0) {
         g.alpha = rnd() % 2 ? 0.5f : -1.25f;
     }
-    if (rnd() % 3 == 0) {
+    if (rnd() % (g_mode == 2 ? 8 : 3) == 0) {
         const int kind = (int)(rnd() % 3);
         make(&g.bias, &sbias, kinds[rnd() % 3], g.m, g.n, g.nbatch, g.batch, 0, 0);
         if (kind == 1) g.bias.rs = 0; /* a row vector broadcast */
         if (kind == 2) g.bias.cs = 0;
         g.beta = rnd() % 2 ? 1.0f : 0.75f;
     }
-    if (rnd() % 5 == 0 && !g_qgemv) g.in_round = PA_GEMM_F16;
-    if (rnd() % 5 == 0) g.mid_round = rnd() % 2 ? PA_GEMM_F16 : PA_GEMM_BF16;
+    if (rnd() % 5 == 0 && !g_mode) g.in_round = PA_GEMM_F16;
+    if (rnd() % (g_mode == 2 ? 8 : 5) == 0) g.mid_round = rnd() % 2 ? PA_GEMM_F16 : PA_GEMM_BF16;
 
     /* the definition */
     const size_t cbytes = (size_t)sc.elems * 4;
@@ -301,8 +306,11 @@ int main(int argc, char **argv) {
     const int cases = argc > 1 ? atoi(argv[1]) : 60;
     if (argc > 2) g_rng = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ull + 1;
     for (int c = 0; c < cases && g_fail < 10; c++) one_case(c);
-    g_qgemv = 1;
+    g_mode = 1;
     for (int c = 0; c < cases / 2 && g_fail < 10; c++) one_case(cases + c);
-    printf("test_gemm: %d cases and %d fused-GEMV cases, %d failures\n", cases, cases / 2, g_fail);
+    g_mode = 2;
+    for (int c = 0; c < cases / 2 && g_fail < 10; c++) one_case(cases + cases / 2 + c);
+    printf("test_gemm: %d cases, %d quantised and %d fp32 GEMV cases, %d failures\n", cases, cases / 2, cases / 2,
+           g_fail);
     return g_fail != 0;
 }

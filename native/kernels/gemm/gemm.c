@@ -431,10 +431,24 @@ static void gm_unit(const gm_job *J, int64_t u) {
     const size_t a_bytes = (size_t)MR * kslots * 4;
     const size_t b_bytes = direct_b ? 0 : kslots * (size_t)ncols_pad * 4;
     const size_t acc_bytes = use_acc ? (size_t)(i1 - i0) * (size_t)ncols * 4 : 0;
-    char *mem = K > 0 ? gm_scratch(qgemv ? (size_t)GM_QGEMV_M * (size_t)K * 4 + 128 : a_bytes + b_bytes + acc_bytes + 128)
-                      : NULL;
+    const bool fgemv = direct_b && J->direct_c && t->gemv_f32 != NULL;
+    size_t need = a_bytes + b_bytes + acc_bytes + 128;
+    if (qgemv || fgemv) need = (size_t)GM_QGEMV_M * (size_t)K * 4 + 128;
+    char *mem = K > 0 ? gm_scratch(need) : NULL;
     if (K > 0 && mem == NULL) {
         gm_unit_plain(J, &o, i0, i1, j0, j1);
+        return;
+    }
+    if (fgemv && K > 0) {
+        /* a GEMV's shape on an fp32 B read in place, C written directly: A's rows as fp32,
+         * then the tier's loop over k blocks and all the unit's columns */
+        float *arow = (float *)mem;
+        const int64_t mr = i1 - i0;
+        for (int64_t i = i0; i < i1; i++) {
+            for (int64_t p = 0; p < K; p++) arow[(i - i0) * K + p] = gm_aval(&o.a, PA_GEMM_F32, i, p);
+        }
+        t->gemv_f32(arow, K, (int)mr, (const float *)o.b.p + o.b.off + j0, o.b.rs, K, j1 - j0,
+                    (float *)o.e.c + o.e.c_off + i0 * o.e.c_rs + j0, o.e.c_rs);
         return;
     }
     if (qgemv) {

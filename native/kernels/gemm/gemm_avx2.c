@@ -3,6 +3,7 @@
  * pair) under MXCSR DAZ + FTZ. Bits equal the scalar tier's (gemm.h). */
 #if defined(PA_HAVE_X86_KERNELS)
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels/gemm/gemm_impl.h"
@@ -469,6 +470,63 @@ static void round_f16_256(float *p, int64_t n) {
     }
 }
 
+/* ---- the fp32 GEMV (gm_tier.gemv_f32): k blocks of 8 rows of B streamed over all the
+ * columns, C as the running chain (zero before the first block), no call per tile ---- */
+
+GM_INLINE void gemv_f32_body(const float *a, int64_t lda, const float *b, int64_t ldb, int64_t K, int64_t n, float *c,
+                             int64_t ldc, const int R) {
+    for (int64_t p0 = 0; p0 < K; p0 += 8) {
+        const int kb = K - p0 < 8 ? (int)(K - p0) : 8;
+        const bool first = p0 == 0;
+        const float *bp = b + p0 * ldb;
+        int64_t j = 0;
+        for (; j + 16 <= n; j += 16) {
+            __m256 c0[4], c1[4];
+            for (int r = 0; r < R; r++) {
+                c0[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + j);
+                c1[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + j + 8);
+            }
+            for (int p = 0; p < kb; p++) {
+                const __m256 b0 = _mm256_loadu_ps(bp + p * ldb + j), b1 = _mm256_loadu_ps(bp + p * ldb + j + 8);
+                for (int r = 0; r < R; r++) {
+                    const __m256 av = _mm256_broadcast_ss(a + r * lda + p0 + p);
+                    c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+                    c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+                }
+            }
+            for (int r = 0; r < R; r++) {
+                _mm256_storeu_ps(c + r * ldc + j, c0[r]);
+                _mm256_storeu_ps(c + r * ldc + j + 8, c1[r]);
+            }
+        }
+        for (; j < n; j++) { /* fmaf: the same single rounding as the vector FMA */
+            for (int r = 0; r < R; r++) {
+                float v = first ? 0.0f : c[r * ldc + j];
+                for (int p = 0; p < kb; p++) v = fmaf(a[r * lda + p0 + p], bp[p * ldb + j], v);
+                c[r * ldc + j] = v;
+            }
+        }
+    }
+}
+
+#define GM_GF(R)                                                                                              \
+    static void gf256_##R(const float *a, int64_t lda, const float *b, int64_t ldb, int64_t K, int64_t n,    \
+                          float *c, int64_t ldc) {                                                            \
+        gemv_f32_body(a, lda, b, ldb, K, n, c, ldc, R);                                                       \
+    }
+GM_GF(1) GM_GF(2) GM_GF(3) GM_GF(4)
+#undef GM_GF
+
+static void gemv_f32_256(const float *a, int64_t lda, int mr, const float *b, int64_t ldb, int64_t K, int64_t n,
+                         float *c, int64_t ldc) {
+    switch (mr) {
+    case 1: gf256_1(a, lda, b, ldb, K, n, c, ldc); break;
+    case 2: gf256_2(a, lda, b, ldb, K, n, c, ldc); break;
+    case 3: gf256_3(a, lda, b, ldb, K, n, c, ldc); break;
+    default: gf256_4(a, lda, b, ldb, K, n, c, ldc); break;
+    }
+}
+
 /* ---- the fused GEMV of int8 / int4 weights stored [n, k] (gm_tier.gemv_q) ---- */
 
 /* 8 weights (fp32 values) dequantised as gm_dequant: offset added, scale applied, each rounded to RDT */
@@ -713,6 +771,7 @@ const gm_tier pa_gemm_tier_avx2 = {
     .pack_a = pack_a256,
     .round_f16 = round_f16_256,
     .gemv_q = gemv_q256,
+    .gemv_f32 = gemv_f32_256,
     .pack_bq = pack_bq256,
 };
 

@@ -69,6 +69,11 @@ typedef struct gm_tier {
     /* the product of mr (<= 4) fp32 rows a (row stride lda) with nc (<= 16) columns
      * j.. of a dequantised B whose columns are contiguous along k (rs == 1), over
      * all k: tile[r*16 + c] (NULL: the tier has none; 0: not this layout) */
+    /* C (fp32, row stride ldc) = the product of mr (<= 4) fp32 rows a (row stride lda) with
+     * an fp32 row-major B (row stride ldb), n columns, over all k: each output one fma chain
+     * in k order from 0 (NULL: the tier has none) */
+    void (*gemv_f32)(const float *a, int64_t lda, int mr, const float *b, int64_t ldb, int64_t k, int64_t n,
+                     float *c, int64_t ldc);
     int (*gemv_q)(const float *a, int64_t lda, int mr, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t k,
                   int64_t j, int nc, float *tile);
     /* A panel packers (mr rows from i0, kc values from p0; MR-strided): 1 when done, 0 to fall back */
