@@ -401,8 +401,12 @@ static void gm_unit_plain(const gm_job *J, const gm_ops *o, int64_t i0, int64_t 
 
 /* k rows per block when B is read in place */
 #define GM_DIRECT_KC 4
-/* at most this many rows of A read B in place */
+/* at most this many rows of A read B in place (a GEMV's shape: k blocks of GM_DIRECT_KC) */
 #define GM_DIRECT_M 4
+/* up to this many rows, B is read in place in k blocks of GM_SKINNY_KC rows (one block
+ * stays in L2 while the rows' panels pass over it): no packed copy of a B read once */
+#define GM_SKINNY_M 48
+#define GM_SKINNY_KC 64
 /* at most this many rows of A take the fused GEMV of a dequantised B */
 #define GM_QGEMV_M 4
 
@@ -418,9 +422,10 @@ static void gm_unit(const gm_job *J, int64_t u) {
     /* B in place: an fp32 row-major B read by few A panels, in short k blocks
      * so that each block streams a few whole rows of B (a GEMV's access) */
     const bool direct_b = !J->dot && o.b.dt == PA_GEMM_F32 && !o.b.nz && o.b.cs == 1 &&
-                          g->in_round == PA_GEMM_F32 && (i1 - i0) <= GM_DIRECT_M;
+                          g->in_round == PA_GEMM_F32 && (i1 - i0) <= GM_SKINNY_M && g->m <= GM_SKINNY_M;
     const int64_t K = g->k;
-    const int64_t KC = direct_b ? GM_DIRECT_KC : J->dot ? 2 * t->kc : t->kc; /* k values per block */
+    const int64_t KC = direct_b ? ((i1 - i0) <= GM_DIRECT_M ? GM_DIRECT_KC : GM_SKINNY_KC)
+                                : J->dot ? 2 * t->kc : t->kc; /* k values per block */
     const int64_t ncols = j1 - j0, ncols_pad = (ncols + NR - 1) / NR * NR;
     const bool multi = K > KC;
     const bool use_acc = !J->direct_c && multi;
@@ -431,7 +436,7 @@ static void gm_unit(const gm_job *J, int64_t u) {
     const size_t a_bytes = (size_t)MR * kslots * 4;
     const size_t b_bytes = direct_b ? 0 : kslots * (size_t)ncols_pad * 4;
     const size_t acc_bytes = use_acc ? (size_t)(i1 - i0) * (size_t)ncols * 4 : 0;
-    const bool fgemv = direct_b && J->direct_c && t->gemv_f32 != NULL;
+    const bool fgemv = direct_b && i1 - i0 <= GM_DIRECT_M && J->direct_c && t->gemv_f32 != NULL;
     size_t need = a_bytes + b_bytes + acc_bytes + 128;
     if (qgemv || fgemv) need = (size_t)GM_QGEMV_M * (size_t)K * 4 + 128;
     char *mem = K > 0 ? gm_scratch(need) : NULL;
