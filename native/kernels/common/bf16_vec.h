@@ -16,6 +16,23 @@ static inline __m128i pa_bf16_pack_avx2(__m256 v) {
                                              _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
 }
+
+/* two vectors narrowed by 128-bit lane: lanes of lo then hi in each half (the order
+ * unpacklo / unpackhi_epi16 widen in) */
+static inline __m256i pa_bf16_pack2_avx2(__m256 lo, __m256 hi) {
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), quiet = _mm256_set1_epi32(0x40);
+    __m256i r[2];
+    const __m256 v[2] = {lo, hi};
+    for (int k = 0; k < 2; k++) {
+        const __m256i u = _mm256_castps_si256(v[k]);
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+        const __m256i t = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), lsb), 16);
+        const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+        r[k] = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(t), _mm256_castsi256_ps(q),
+                                                    _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q)));
+    }
+    return _mm256_packus_epi32(r[0], r[1]);
+}
 #endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)

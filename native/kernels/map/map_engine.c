@@ -371,6 +371,9 @@ static void run_range_fused(const run_ctx *c, int64_t begin, int64_t end) {
     const aclDataType d = a->out.dtype;
     uint16_t bufs[PA_MAP_MAX_IN][PA_MAP_TILE];
     const uint16_t *src[PA_MAP_MAX_IN] = {NULL, NULL, NULL};
+    /* a broadcast operand's buffer holds `filled` copies of `held` (refilled when either falls short) */
+    uint16_t held[PA_MAP_MAX_IN] = {0, 0, 0};
+    int64_t filled[PA_MAP_MAX_IN] = {0, 0, 0};
     for (int j = 0; j < a->nin; j++) {
         if (!a->in[j].is_const) continue;
         float v = (float)a->in[j].value_d;
@@ -397,7 +400,12 @@ static void run_range_fused(const run_ctx *c, int64_t begin, int64_t end) {
             if (s == 1) {
                 src[j] = p;
             } else {
-                for (int64_t i = 0; i < n; i++) bufs[j][i] = *p;
+                const uint16_t v = *p;
+                if (v != held[j] || filled[j] < n) {
+                    for (int64_t i = 0; i < n; i++) bufs[j][i] = v;
+                    held[j] = v;
+                    filled[j] = n;
+                }
                 src[j] = bufs[j];
             }
         }

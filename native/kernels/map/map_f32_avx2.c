@@ -63,6 +63,14 @@ typedef __m256 VM;
 #define VSTH(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define VLDB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
 #define VSTB(p, v) _mm_storeu_si128((__m128i *)(p), pa_bf16_pack_avx2(v))
+/* 16 bf16: elements 0-3, 8-11 in lo and 4-7, 12-15 in hi; VSTB2 packs them back in place */
+#define VLDB2(p, lo, hi)                                                                               \
+    do {                                                                                               \
+        const __m256i x_ = _mm256_loadu_si256((const __m256i *)(p));                                   \
+        (lo) = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), x_));                 \
+        (hi) = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), x_));                 \
+    } while (0)
+#define VSTB2(p, lo, hi) _mm256_storeu_si256((__m256i *)(p), pa_bf16_pack2_avx2((lo), (hi)))
 
 
 #include "kernels/map/map_f32.inc"
