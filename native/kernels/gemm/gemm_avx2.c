@@ -178,7 +178,7 @@ GM_INLINE __m256 gm_ld8_one(const void *p, int32_t dt, int64_t i) { return _mm25
  * a bias contiguous along n or broadcast), callbacks and other layouts generic ---- */
 
 GM_INLINE void store_body256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr,
-                             const int MID, const int CDT, const int BIAS) {
+                             const int32_t MID, const int32_t CDT, const bool BIAS) {
     const __m256 alpha = _mm256_set1_ps(e->alpha), beta = _mm256_set1_ps(e->beta);
     const bool scale = e->alpha != 1.0f, bscale = e->beta != 1.0f;
     for (int r = 0; r < mr; r++) {
@@ -208,35 +208,13 @@ GM_INLINE void store_body256(const gm_epi *e, const float *t, int64_t ldt, int64
     }
 }
 
-#define GM_ST(NAME, MID, CDT, BIAS)                                                                           \
-    static void NAME(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr) {  \
-        store_body256(e, t, ldt, i0, j0, mr, nr, MID, CDT, BIAS);                                             \
-    }
-#define GM_ST_C(MIDN, MID)                                                                                     \
-    GM_ST(st256_##MIDN##_f_0, MID, PA_GEMM_F32, 0) GM_ST(st256_##MIDN##_f_1, MID, PA_GEMM_F32, 1)             \
-    GM_ST(st256_##MIDN##_h_0, MID, PA_GEMM_F16, 0) GM_ST(st256_##MIDN##_h_1, MID, PA_GEMM_F16, 1)             \
-    GM_ST(st256_##MIDN##_b_0, MID, PA_GEMM_BF16, 0) GM_ST(st256_##MIDN##_b_1, MID, PA_GEMM_BF16, 1)
-GM_ST_C(f, PA_GEMM_F32)
-GM_ST_C(h, PA_GEMM_F16)
-GM_ST_C(b, PA_GEMM_BF16)
-#undef GM_ST
-#undef GM_ST_C
-typedef void (*gm_store256_fn)(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr);
-#define GM_ST_ROW(MIDN) {{st256_##MIDN##_f_0, st256_##MIDN##_f_1}, {st256_##MIDN##_h_0, st256_##MIDN##_h_1}, \
-                         {st256_##MIDN##_b_0, st256_##MIDN##_b_1}}
-/* [mid round: F32, F16, BF16][C: F32, F16, BF16][bias?] */
-static const gm_store256_fn k_st256[3][3][2] = {GM_ST_ROW(f), GM_ST_ROW(h), GM_ST_ROW(b)};
-#undef GM_ST_ROW
-
-GM_INLINE int gm_dt3(int32_t dt) { return dt == PA_GEMM_F16 ? 1 : dt == PA_GEMM_BF16 ? 2 : 0; }
-
 static void store256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, int64_t j0, int mr, int nr) {
     const bool bias_ok = e->bias == NULL || ((e->bias_cs == 1 || e->bias_cs == 0) && e->bias_dt <= PA_GEMM_BF16);
     if (e->epi != NULL || e->c_cs != 1 || !bias_ok || e->c_dt > PA_GEMM_BF16 || e->mid_round > PA_GEMM_BF16) {
         pa_gemm_store_generic(e, t, ldt, i0, j0, mr, nr);
         return;
     }
-    k_st256[gm_dt3(e->mid_round)][gm_dt3(e->c_dt)][e->bias != NULL](e, t, ldt, i0, j0, mr, nr);
+    store_body256(e, t, ldt, i0, j0, mr, nr, e->mid_round, e->c_dt, e->bias != NULL);
 }
 
 /* ---- B packers: fp32 / fp16 row-major ---- */
@@ -567,7 +545,7 @@ GM_INLINE void gm_qrow8(const pa_gemm_mat *m, bool present, int64_t g, int64_t j
  * the weight dequantised as gm_dequant. Full blocks transpose bytes in registers;
  * the k tail and fewer than 16 columns go through a dequantised 16 x 16 block. */
 GM_INLINE void gemv_q_body256(const float *a, int64_t lda, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,
-                              int64_t j, int nc, float *tile, const int DT, const int RDT, const int HAS_O,
+                              int64_t j, int nc, float *tile, const int DT, const int RDT, const bool HAS_O,
                               const int R) {
     const uint8_t *wb = b->p;
     const bool has_s = q->scale.p != NULL;
@@ -636,14 +614,12 @@ GM_INLINE void gemv_q_body256(const float *a, int64_t lda, const pa_gemm_mat *b,
 
 typedef void (*gm_gemvq256_fn)(const float *a, int64_t lda, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,
                             int64_t j, int nc, float *tile);
-#define GM_GQ(NAME, DT, RDT, HO, R)                                                                           \
+#define GM_GQ(NAME, DT, RDT, R)                                                                               \
     static void NAME(const float *a, int64_t lda, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,    \
                      int64_t j, int nc, float *tile) {                                                        \
-        gemv_q_body256(a, lda, b, q, K, j, nc, tile, DT, RDT, HO, R);                                         \
+        gemv_q_body256(a, lda, b, q, K, j, nc, tile, DT, RDT, q->offset.p != NULL, R);                        \
     }
-#define GM_GQ_R(S, DT, RDTN, RDT)                                                                             \
-    GM_GQ(gq256_##S##_##RDTN##_0_1, DT, RDT, 0, 1) GM_GQ(gq256_##S##_##RDTN##_1_1, DT, RDT, 1, 1)                   \
-    GM_GQ(gq256_##S##_##RDTN##_0_4, DT, RDT, 0, 4) GM_GQ(gq256_##S##_##RDTN##_1_4, DT, RDT, 1, 4)
+#define GM_GQ_R(S, DT, RDTN, RDT) GM_GQ(gq256_##S##_##RDTN##_1, DT, RDT, 1) GM_GQ(gq256_##S##_##RDTN##_4, DT, RDT, 4)
 GM_GQ_R(s8, PA_GEMM_S8, h, PA_GEMM_F16)
 GM_GQ_R(s8, PA_GEMM_S8, b, PA_GEMM_BF16)
 GM_GQ_R(s8, PA_GEMM_S8, f, PA_GEMM_F32)
@@ -652,9 +628,9 @@ GM_GQ_R(s4, PA_GEMM_S4, b, PA_GEMM_BF16)
 GM_GQ_R(s4, PA_GEMM_S4, f, PA_GEMM_F32)
 #undef GM_GQ
 #undef GM_GQ_R
-#define GM_GQ_ROW(S, RDTN) {{gq256_##S##_##RDTN##_0_1, gq256_##S##_##RDTN##_0_4}, {gq256_##S##_##RDTN##_1_1, gq256_##S##_##RDTN##_1_4}}
-/* [S4?][round: F16, BF16, F32][offset?][4 rows?] */
-static const gm_gemvq256_fn k_gq256[2][3][2][2] = {
+#define GM_GQ_ROW(S, RDTN) {gq256_##S##_##RDTN##_1, gq256_##S##_##RDTN##_4}
+/* [S4?][round: F16, BF16, F32][4 rows?] (the offset's presence is a branch) */
+static const gm_gemvq256_fn k_gq256[2][3][2] = {
     {GM_GQ_ROW(s8, h), GM_GQ_ROW(s8, b), GM_GQ_ROW(s8, f)},
     {GM_GQ_ROW(s4, h), GM_GQ_ROW(s4, b), GM_GQ_ROW(s4, f)},
 };
@@ -665,7 +641,7 @@ static int gemv_q256(const float *a, int64_t lda, int mr, const pa_gemm_mat *b, 
     if (b->nz || b->rs != 1 || mr > 4 || (q->group != 0 && q->group % 16 != 0)) return 0;
     if (b->dt == PA_GEMM_S4 && ((b->off & 1) || (b->cs & 1))) return 0;
     const int ri = q->round_dt == PA_GEMM_F16 ? 0 : q->round_dt == PA_GEMM_BF16 ? 1 : 2;
-    k_gq256[b->dt == PA_GEMM_S4][ri][q->offset.p != NULL][mr > 1](a, lda, b, q, K, j, nc, tile);
+    k_gq256[b->dt == PA_GEMM_S4][ri][mr > 1](a, lda, b, q, K, j, nc, tile);
     return 1;
 }
 
@@ -674,7 +650,7 @@ static int gemv_q256(const float *a, int64_t lda, int mr, const pa_gemm_mat *b, 
  * panel row (16 columns) at a time; the k tail and a last panel of fewer columns
  * through a 16 x 16 block of raw values. Other layouts: 0 (the generic packer). */
 GM_INLINE void pack_bq_body256(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0,
-                               int64_t ncols, float *dst, const int DT, const int RDT, const int HAS_O) {
+                               int64_t ncols, float *dst, const int DT, const int32_t RDT, const bool HAS_O) {
     const uint8_t *wb = b->p;
     const bool has_s = q->scale.p != NULL;
     const int64_t cs = b->cs;
@@ -722,36 +698,20 @@ GM_INLINE void pack_bq_body256(const pa_gemm_mat *b, const pa_gemm_quant *q, int
     }
 }
 
-typedef void (*gm_packbq256_fn)(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0,
-                                int64_t ncols, float *dst);
-#define GM_PQ(NAME, DT, RDT, HO)                                                                              \
-    static void NAME(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0,        \
-                     int64_t ncols, float *dst) {                                                             \
-        pack_bq_body256(b, q, p0, kc, j0, ncols, dst, DT, RDT, HO);                                           \
-    }
-#define GM_PQ_R(S, DT, RDTN, RDT) GM_PQ(pq256_##S##_##RDTN##_0, DT, RDT, 0) GM_PQ(pq256_##S##_##RDTN##_1, DT, RDT, 1)
-GM_PQ_R(s8, PA_GEMM_S8, h, PA_GEMM_F16)
-GM_PQ_R(s8, PA_GEMM_S8, b, PA_GEMM_BF16)
-GM_PQ_R(s8, PA_GEMM_S8, f, PA_GEMM_F32)
-GM_PQ_R(s4, PA_GEMM_S4, h, PA_GEMM_F16)
-GM_PQ_R(s4, PA_GEMM_S4, b, PA_GEMM_BF16)
-GM_PQ_R(s4, PA_GEMM_S4, f, PA_GEMM_F32)
-#undef GM_PQ
-#undef GM_PQ_R
-#define GM_PQ_ROW(S, RDTN) {pq256_##S##_##RDTN##_0, pq256_##S##_##RDTN##_1}
-/* [S4?][round: F16, BF16, F32][offset?] */
-static const gm_packbq256_fn k_pq256[2][3][2] = {
-    {GM_PQ_ROW(s8, h), GM_PQ_ROW(s8, b), GM_PQ_ROW(s8, f)},
-    {GM_PQ_ROW(s4, h), GM_PQ_ROW(s4, b), GM_PQ_ROW(s4, f)},
-};
-#undef GM_PQ_ROW
+static void pq256_s8(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0, int64_t ncols,
+                     float *dst) {
+    pack_bq_body256(b, q, p0, kc, j0, ncols, dst, PA_GEMM_S8, q->round_dt, q->offset.p != NULL);
+}
+static void pq256_s4(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0, int64_t ncols,
+                     float *dst) {
+    pack_bq_body256(b, q, p0, kc, j0, ncols, dst, PA_GEMM_S4, q->round_dt, q->offset.p != NULL);
+}
 
 static int pack_bq256(const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t p0, int64_t kc, int64_t j0, int64_t ncols,
                       float *dst) {
     if (b->nz || b->rs != 1 || b->cs == 1 || (q->group != 0 && q->group % 16 != 0) || p0 % 16 != 0) return 0;
     if (b->dt == PA_GEMM_S4 && (((b->off + p0) & 1) || (b->cs & 1))) return 0;
-    const int ri = q->round_dt == PA_GEMM_F16 ? 0 : q->round_dt == PA_GEMM_BF16 ? 1 : 2;
-    k_pq256[b->dt == PA_GEMM_S4][ri][q->offset.p != NULL](b, q, p0, kc, j0, ncols, dst);
+    (b->dt == PA_GEMM_S4 ? pq256_s4 : pq256_s8)(b, q, p0, kc, j0, ncols, dst);
     return 1;
 }
 
