@@ -22,26 +22,45 @@ GM_INLINE __m256i gm_mask8(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
 }
 
-GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
-    const float *a = u->a, *b = u->b;
-    const int64_t ldb = u->ldb, ldt = u->ldt;
-    float *t = u->t;
+/* the C tile of a micro-kernel (R rows of 16): whole tiles without masks (AMD's
+ * masked stores are microcoded: slow), partial ones masked */
+GM_INLINE void gm_tile_load(const gm_ukr *u, __m256 *c0, __m256 *c1, const int R) {
     const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
-    __m256 c0[MR], c1[MR];
-    /* whole tiles without masks (AMD's masked stores are microcoded: slow) */
-    const bool whole = u->nr == NR;
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
+        const float *t = u->t + r * u->ldt;
         if (!u->load) {
             c0[r] = c1[r] = _mm256_setzero_ps();
-        } else if (whole) {
-            c0[r] = _mm256_loadu_ps(t + r * ldt);
-            c1[r] = _mm256_loadu_ps(t + r * ldt + 8);
+        } else if (u->nr == NR) {
+            c0[r] = _mm256_loadu_ps(t);
+            c1[r] = _mm256_loadu_ps(t + 8);
         } else {
-            c0[r] = _mm256_maskload_ps(t + r * ldt, m0);
-            c1[r] = _mm256_maskload_ps(t + r * ldt + 8, m1);
+            c0[r] = _mm256_maskload_ps(t, m0);
+            c1[r] = _mm256_maskload_ps(t + 8, m1);
         }
     }
+}
+GM_INLINE void gm_tile_store(const gm_ukr *u, const __m256 *c0, const __m256 *c1, const int R) {
+    const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        float *t = u->t + r * u->ldt;
+        if (u->nr == NR) {
+            _mm256_storeu_ps(t, c0[r]);
+            _mm256_storeu_ps(t + 8, c1[r]);
+        } else {
+            _mm256_maskstore_ps(t, m0, c0[r]);
+            _mm256_maskstore_ps(t + 8, m1, c1[r]);
+        }
+    }
+}
+
+GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
+    const float *a = u->a, *b = u->b;
+    const int64_t ldb = u->ldb;
+    const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
+    __m256 c0[MR], c1[MR];
+    gm_tile_load(u, c0, c1, R);
     const int64_t k = u->k;
     if (u->bfull) {
         for (int64_t p = 0; p < k; p++) {
@@ -68,39 +87,16 @@ GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
             b += ldb;
         }
     }
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++) {
-        if (whole) {
-            _mm256_storeu_ps(t + r * ldt, c0[r]);
-            _mm256_storeu_ps(t + r * ldt + 8, c1[r]);
-        } else {
-            _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
-            _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
-        }
-    }
+    gm_tile_store(u, c0, c1, R);
 }
 
 GM_INLINE void dot8_body(const gm_ukr *u, const int R) {
     const uint32_t *a = u->a;
     const uint32_t *b = u->b;
-    const int64_t ldb = u->ldb, ldt = u->ldt;
-    float *t = u->t;
-    const __m256i m0 = gm_mask8(u->nr), m1 = gm_mask8(u->nr - 8);
+    const int64_t ldb = u->ldb;
     const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
     __m256 c0[MR], c1[MR];
-    const bool whole = u->nr == NR;
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++) {
-        if (!u->load) {
-            c0[r] = c1[r] = _mm256_setzero_ps();
-        } else if (whole) {
-            c0[r] = _mm256_loadu_ps(t + r * ldt);
-            c1[r] = _mm256_loadu_ps(t + r * ldt + 8);
-        } else {
-            c0[r] = _mm256_maskload_ps(t + r * ldt, m0);
-            c1[r] = _mm256_maskload_ps(t + r * ldt + 8, m1);
-        }
-    }
+    gm_tile_load(u, c0, c1, R);
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | GM_DAZ_FTZ);
     for (int64_t q = 0; q < u->k; q++) {
@@ -123,16 +119,7 @@ GM_INLINE void dot8_body(const gm_ukr *u, const int R) {
         b += ldb;
     }
     _mm_setcsr(csr);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++) {
-        if (whole) {
-            _mm256_storeu_ps(t + r * ldt, c0[r]);
-            _mm256_storeu_ps(t + r * ldt + 8, c1[r]);
-        } else {
-            _mm256_maskstore_ps(t + r * ldt, m0, c0[r]);
-            _mm256_maskstore_ps(t + r * ldt + 8, m1, c1[r]);
-        }
-    }
+    gm_tile_store(u, c0, c1, R);
 }
 
 #define GM_INSTANCES(X) X(1) X(2) X(3) X(4) X(5) X(6)
@@ -163,7 +150,7 @@ GM_INLINE __m256 gm_round256(__m256 x, const int32_t dt) {
     return x;
 }
 
-/* 8 values of a bias / C element row at element i (F32, F16, BF16) */
+/* 8 consecutive values of an F32 / F16 / BF16 operand from element i, as fp32 */
 GM_INLINE __m256 gm_ld8(const void *p, int32_t dt, int64_t i) {
     if (dt == PA_GEMM_F32) return _mm256_loadu_ps((const float *)p + i);
     const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
@@ -219,14 +206,6 @@ static void store256(const gm_epi *e, const float *t, int64_t ldt, int64_t i0, i
 
 /* ---- B packers: fp32 / fp16 row-major ---- */
 
-/* 8 consecutive values of an F32 / F16 / BF16 operand from element e, as fp32 */
-GM_INLINE __m256 gm_ld8v(const void *p, int32_t dt, int64_t e) {
-    if (dt == PA_GEMM_F32) return _mm256_loadu_ps((const float *)p + e);
-    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + e));
-    if (dt == PA_GEMM_F16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
 /* 8 x 8 transpose: r[i] lane j -> r[j] lane i */
 GM_INLINE void gm_tr8(__m256 *r) {
     __m256 t[8], u[8];
@@ -258,7 +237,7 @@ static int pack_b_cols256(const pa_gemm_mat *b, int64_t p0, int64_t kc, int64_t 
             for (; p + 8 <= kc; p += 8) {
                 for (int h = 0; h < 2; h++) {
                     __m256 r[8];
-                    for (int c = 0; c < 8; c++) r[c] = gm_ld8v(b->p, b->dt, e0 + p + (8 * h + c) * b->cs);
+                    for (int c = 0; c < 8; c++) r[c] = gm_ld8(b->p, b->dt, e0 + p + (8 * h + c) * b->cs);
                     gm_tr8(r);
                     for (int i = 0; i < 8; i++) _mm256_storeu_ps(panel + (p + i) * NR + 8 * h, r[i]);
                 }
@@ -280,7 +259,7 @@ static int pack_a256(const pa_gemm_mat *a, int64_t i0, int mr, int64_t p0, int64
     int64_t p = 0;
     for (; p + 8 <= kc; p += 8) {
         __m256 r[8];
-        for (int i = 0; i < 8; i++) r[i] = i < mr ? gm_ld8v(a->p, a->dt, e0 + i * a->rs + p) : _mm256_setzero_ps();
+        for (int i = 0; i < 8; i++) r[i] = i < mr ? gm_ld8(a->p, a->dt, e0 + i * a->rs + p) : _mm256_setzero_ps();
         gm_tr8(r);
         for (int i = 0; i < 8; i++) {
             float *row = dst + (p + i) * MR;
