@@ -41,7 +41,9 @@ fetch
 build
     ``cmake -G Ninja`` (make if ninja is missing) with ``-DGGML_CANN=ON
     -DSOC_TYPE=Ascend910B3 -DCANN_INSTALL_DIR=<toolkit>``, tests on, examples / server /
-    tools / app off, OpenSSL off, ccache off, Release; then ``nice cmake --build -j2
+    tools / app off, OpenSSL off, ccache off, Release (with the per-target optimisation
+    levels of tools/ggml_judge_build.cmake: -O0 for llama-common, -O1 for libllama, ggml
+    and the test programs at -O3); then ``nice cmake --build -j2
     --target test-backend-ops`` (``--archs``: also ``test-llama-archs``). The build
     directory is ``CACHE/build-<key>``, the key hashing the toolkit's real path, the
     machine (architecture and CPU flags: ggml's CPU backend is built with its default
@@ -130,6 +132,7 @@ SDIST_NAME = "llama_cpp_python-%s.tar.gz" % VERSION
 SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 SDIST_PREFIX = "llama_cpp_python-%s/vendor/llama.cpp/" % VERSION
 SOC_TYPE = "Ascend910B3"
+BUILD_CMAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ggml_judge_build.cmake")
 BACKEND = "CANN0"
 STAMP = ".pyaclnn-judge-fetched"
 EXIT_OFFLINE = 3
@@ -339,6 +342,8 @@ def configure_args(args, home):
         "-DLLAMA_BUILD_TESTS=ON", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
         "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_OPENSSL=OFF",
         "-DGGML_CCACHE=OFF",
+        # per-target optimisation levels (the file says which and why); sources unchanged
+        "-DCMAKE_PROJECT_INCLUDE=%s" % BUILD_CMAKE,
     ]
     if args.native is not None:
         cfg.append("-DGGML_NATIVE=%s" % ("ON" if args.native else "OFF"))
@@ -367,7 +372,10 @@ def cmake_cache_mismatch(cache_file, bdir, gen):
 
 
 def build_dir(args, home):
-    key_src = "\n".join(["v%d" % CONFIG_VERSION, home, machine_fingerprint()] + configure_args(args, home))
+    with open(BUILD_CMAKE, "rb") as f:
+        include_sha = hashlib.sha256(f.read()).hexdigest()
+    key_src = "\n".join(["v%d" % CONFIG_VERSION, home, machine_fingerprint(), include_sha]
+                        + configure_args(args, home))
     key = hashlib.sha1(key_src.encode()).hexdigest()[:12]
     return os.path.join(args.cache, "build-" + key)
 
