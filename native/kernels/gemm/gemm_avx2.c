@@ -62,7 +62,21 @@ GM_INLINE void ukr8_body(const gm_ukr *u, const int R) {
     __m256 c0[MR], c1[MR];
     gm_tile_load(u, c0, c1, R);
     const int64_t k = u->k;
-    if (u->bfull) {
+    if (u->bfull && u->pf > 0) {
+        const int64_t pfo = u->pf;
+        for (int64_t p = 0; p < k; p++) {
+            _mm_prefetch((const char *)(b + pfo), _MM_HINT_T0);
+            const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                const __m256 av = _mm256_broadcast_ss(a + r);
+                c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+                c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+            }
+            a += MR;
+            b += ldb;
+        }
+    } else if (u->bfull) {
         for (int64_t p = 0; p < k; p++) {
             const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6

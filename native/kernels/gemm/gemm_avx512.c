@@ -33,7 +33,7 @@ GM_INLINE void ukr_body(const gm_ukr *u, const int R) {
     }
     const int64_t k = u->k;
     if (u->bfull && u->pf > 0) {
-        const int64_t pfo = u->pf * ldb;
+        const int64_t pfo = u->pf;
         for (int64_t p = 0; p < k; p++) {
             _mm_prefetch((const char *)(b + pfo), _MM_HINT_T0);
             _mm_prefetch((const char *)(b + pfo + 16), _MM_HINT_T0);

@@ -32,7 +32,8 @@ typedef struct gm_ukr {
     int32_t load;     /* 1: the chain continues from t */
     int32_t mr, nr;
     int32_t bfull;    /* b has NR readable columns (packed, zero-padded) */
-    int32_t pf;       /* > 0: prefetch row p + pf of b while reading row p (B read in place) */
+    int32_t pf;       /* > 0: while reading row p of b, prefetch the row's floats pf columns
+                       * ahead (B read in place: a later strip's lines, that no stream covers) */
 } gm_ukr;
 
 /* The output side of a unit: C, the bias and the epilogue, resolved for one batch. */
