@@ -553,6 +553,36 @@ GM_INLINE void gm_qrow(const pa_gemm_mat *m, bool present, int64_t g, int64_t j,
     for (int c = 0; c < 16; c++) v[c] = c < nc ? gm_qval(m, g, j + c) : fill;
 }
 
+/* tab[16 i + c] = m(g0 + i, j + c) for i < ng (<= 16) and c < nc (fill for the rest, or
+ * all when absent): a 16 x 16 transpose when a column's groups are contiguous (rs == 1, a
+ * [n, groups] tensor seen transposed), rows of 16 when the columns are (cs == 1), else
+ * element by element */
+GM_INLINE void gm_qtab(const pa_gemm_mat *m, bool present, int64_t g0, int ng, int64_t j, int nc, float fill,
+                       float *tab) {
+    const bool plain = present && !m->nz && (m->dt == PA_GEMM_F16 || m->dt == PA_GEMM_BF16 || m->dt == PA_GEMM_F32);
+    const int64_t es = m->dt == PA_GEMM_F32 ? 4 : 2;
+    const char *base = (const char *)m->p;
+    if (!present) {
+        for (int i = 0; i < ng; i++) _mm512_storeu_ps(tab + 16 * i, _mm512_set1_ps(fill));
+    } else if (plain && m->rs == 1) {
+        __m512 r[16];
+        for (int c = 0; c < 16; c++) {
+            r[c] = c < nc ? gm_load16(m->dt, base + (m->off + g0 + (j + c) * m->cs) * es, gm_mask(ng))
+                          : _mm512_set1_ps(fill);
+        }
+        gm_tr16(r);
+        for (int i = 0; i < ng; i++) _mm512_storeu_ps(tab + 16 * i, r[i]);
+    } else if (plain && m->cs == 1) {
+        const __mmask16 mk = gm_mask(nc);
+        for (int i = 0; i < ng; i++) {
+            const __m512 v = gm_load16(m->dt, base + (m->off + (g0 + i) * m->rs + j) * es, mk);
+            _mm512_storeu_ps(tab + 16 * i, _mm512_mask_blend_ps(mk, _mm512_set1_ps(fill), v));
+        }
+    } else {
+        for (int i = 0; i < ng; i++) gm_qrow(m, true, g0 + i, j, nc, fill, tab + 16 * i);
+    }
+}
+
 /* fp16 rounding in fp32 arithmetic, for |x| < 65504: x + M - M with M = 1.5 * 2^(e(x) + 13),
  * at least 0.75 (the step of fp16's subnormals, 2^-24). The same values as the
  * conversion round trip for every such x (checked exhaustively) but for the sign of a
@@ -563,6 +593,40 @@ GM_INLINE __m512 gm_round16a(__m512 x) {
                                        _mm512_set1_epi32(0x3F400000));
     const __m512 M = _mm512_castsi512_ps(m);
     return _mm512_sub_ps(_mm512_add_ps(x, M), M);
+}
+
+/* fp16 rounding by Veltkamp's split (c = 8193 x, c - (c - x): x to 11 significant bits), for
+ * x == 0 or 2^-14 <= |x| < 65504 (fp16's normal range): the same values as the conversion
+ * round trip for every such x (checked exhaustively); three fp operations */
+GM_INLINE __m512 gm_round16v(__m512 x) {
+    const __m512 c = _mm512_mul_ps(x, _mm512_set1_ps(8193.0f));
+    return _mm512_sub_ps(c, _mm512_sub_ps(c, x));
+}
+
+/* 1.5 * 2^23: the float whose bits are 0x4B400000; adding an int32 w in [-2^22, 2^22) to
+ * those bits gives the float 1.5 * 2^23 + w */
+#define GM_QMAGIC 12582912.0f
+
+/* whether a group without offsets may take gm_q16_step's path in every column (NaN: no):
+ * every w * s is 0 or in fp16's normal range with room to spare (s == 0 or
+ * 2^-14 <= |s| <= 256), and 1.5 * 2^23 * s is exact in fp32 */
+GM_INLINE bool gm_q16_split_ok(__m512 s) {
+    const __m512 a = _mm512_abs_ps(s);
+    const __m512 big = _mm512_mul_ps(s, _mm512_set1_ps(GM_QMAGIC));
+    const __mmask16 ok = ((_mm512_cmp_ps_mask(a, _mm512_set1_ps(0x1p-14f), _CMP_GE_OQ) &
+                           _mm512_cmp_ps_mask(a, _mm512_set1_ps(256.0f), _CMP_LE_OQ)) |
+                          _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_EQ_OQ)) &
+                         _mm512_cmp_ps_mask(_mm512_fmsub_ps(s, _mm512_set1_ps(GM_QMAGIC), big), _mm512_setzero_ps(),
+                                            _CMP_EQ_OQ);
+    return ok == 0xffff;
+}
+
+/* R16(w * s) for 16 int8 / int4 values xb and a group that passed gm_q16_split_ok, with
+ * nbig = -1.5 * 2^23 * s: the float 1.5 * 2^23 + w from w's bits, then
+ * fma(1.5 * 2^23 + w, s, nbig) = w * s rounded once (as fl(w * s)), then gm_round16v */
+GM_INLINE __m512 gm_q16_step(__m128i xb, __m512 s, __m512 nbig) {
+    const __m512i v = _mm512_add_epi32(_mm512_cvtepi8_epi32(xb), _mm512_castps_si512(_mm512_set1_ps(GM_QMAGIC)));
+    return gm_round16v(_mm512_fmadd_ps(_mm512_castsi512_ps(v), s, nbig));
 }
 
 /* whether a group's fp16 dequantisation stays below 65504 in every column (NaN: no):
@@ -616,68 +680,111 @@ GM_INLINE void gm_tr16_bytes512(__m512i *x) {
     }
 }
 
-/* The fused GEMV (gm_tier.gemv_q): 4 rows of A (zero rows past mr), 16 columns,
- * over k in blocks of 16 values (one group each: group % 16 == 0). Full blocks
- * take the specialised path; the k tail and fewer than 16 columns the general one. */
+/* The fused GEMV (gm_tier.gemv_q): R rows of A (1, or 4 with zero rows past mr) times 16
+ * columns, over k in blocks of 16 values (one quantisation group each: group % 16 == 0).
+ * Each output is one fma chain in k order. Full blocks take the specialised path; the k
+ * tail and fewer than 16 columns the general one. */
 GM_INLINE void gemv_q_body(const float *a, int64_t lda, const pa_gemm_mat *b, const pa_gemm_quant *q, int64_t K,
                            int64_t j, int nc, float *tile, const int DT, const int RDT, const int HAS_O, const int R) {
     const uint8_t *wb = b->p;
     const bool has_s = q->scale.p != NULL;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), acc2 = _mm512_setzero_ps(),
            acc3 = _mm512_setzero_ps();
-    float st[16], ot[16];
     const int64_t cs = b->cs, e0 = b->off + j * cs;
     const int64_t glen = q->group > 0 ? q->group : K; /* k values per group */
-    int64_t g = -1, gnext = 0;
-    __m512 sv = _mm512_setzero_ps(), ov = _mm512_setzero_ps();
-    bool arith = false; /* this group rounds with gm_round16a */
-#define GM_Q_GROUP(P)                                                                  \
-    if ((P) == gnext) {                                                                \
-        g++;                                                                           \
-        gnext += glen;                                                                 \
-        gm_qrow(&q->scale, has_s, g, j, nc, 1.0f, st);                                 \
-        if (HAS_O) gm_qrow(&q->offset, true, g, j, nc, 0.0f, ot);                      \
-        sv = _mm512_loadu_ps(st);                                                      \
-        if (HAS_O) ov = _mm512_loadu_ps(ot);                                           \
-        arith = RDT == PA_GEMM_F16 && gm_q16_in_range(sv, ov, HAS_O);                  \
+    const int64_t ngroups = (K + glen - 1) / glen;
+    /* the scales and offsets of 16 groups at a time (gm_qtab), and whether each group may
+     * take the arithmetic fp16 rounding (gm_q16_step, or gm_round16a with offsets) */
+    float ts[16 * 16] __attribute__((aligned(64))), to[HAS_O ? 16 * 16 : 1] __attribute__((aligned(64)));
+    bool tok[16];
+    int64_t g = -1, gnext = 0, g0 = 0, gend = 0;
+    const float *srow = ts, *orow = to;
+    __m512 sv = _mm512_setzero_ps(), ov = _mm512_setzero_ps(), nbig = _mm512_setzero_ps();
+    bool arith = false;
+#define GM_Q_GROUP(P)                                                                               \
+    if ((P) == gnext) {                                                                             \
+        g++;                                                                                        \
+        gnext += glen;                                                                              \
+        if (g == gend) {                                                                            \
+            g0 = g;                                                                                 \
+            const int ng = ngroups - g < 16 ? (int)(ngroups - g) : 16;                              \
+            gend = g + ng;                                                                          \
+            gm_qtab(&q->scale, has_s, g0, ng, j, nc, 1.0f, ts);                                     \
+            if (HAS_O) gm_qtab(&q->offset, true, g0, ng, j, nc, 0.0f, to);                          \
+            for (int i = 0; i < ng; i++) {                                                          \
+                const __m512 s16 = _mm512_load_ps(ts + 16 * i);                                     \
+                tok[i] = RDT == PA_GEMM_F16 &&                                                      \
+                         (HAS_O ? gm_q16_in_range(s16, _mm512_load_ps(to + 16 * i), 1) : gm_q16_split_ok(s16)); \
+            }                                                                                       \
+        }                                                                                           \
+        srow = ts + 16 * (g - g0);                                                                  \
+        orow = HAS_O ? to + 16 * (g - g0) : to;                                                     \
+        arith = tok[g - g0];                                                                        \
+        sv = _mm512_load_ps(srow);                                                                  \
+        if (HAS_O) ov = _mm512_load_ps(orow);                                                       \
+        nbig = _mm512_mul_ps(sv, _mm512_set1_ps(-GM_QMAGIC));                                       \
     }
-#define GM_Q_STEP(XB, I, ROUND)                                                        \
-    {                                                                                  \
-        __m512 w = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(XB));                       \
-        if (HAS_O) w = ROUND(_mm512_add_ps(w, ov));                                    \
-        w = ROUND(_mm512_mul_ps(w, sv));                                               \
-        acc0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[I]), w, acc0);                        \
-        if (R > 1) {                                                                   \
-            acc1 = _mm512_fmadd_ps(_mm512_set1_ps(ap[lda + (I)]), w, acc1);            \
-            acc2 = _mm512_fmadd_ps(_mm512_set1_ps(ap[2 * lda + (I)]), w, acc2);        \
-            acc3 = _mm512_fmadd_ps(_mm512_set1_ps(ap[3 * lda + (I)]), w, acc3);        \
-        }                                                                              \
+#define GM_Q_FMA(W, I)                                                                              \
+    {                                                                                               \
+        acc0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[I]), W, acc0);                                     \
+        if (R > 1) {                                                                                \
+            acc1 = _mm512_fmadd_ps(_mm512_set1_ps(ap[lda + (I)]), W, acc1);                         \
+            acc2 = _mm512_fmadd_ps(_mm512_set1_ps(ap[2 * lda + (I)]), W, acc2);                     \
+            acc3 = _mm512_fmadd_ps(_mm512_set1_ps(ap[3 * lda + (I)]), W, acc3);                     \
+        }                                                                                           \
+    }
+#define GM_Q_STEP(XB, I, ROUND)                                                                     \
+    {                                                                                               \
+        __m512 w = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(XB));                                    \
+        if (HAS_O) w = ROUND(_mm512_add_ps(w, ov));                                                 \
+        w = ROUND(_mm512_mul_ps(w, sv));                                                            \
+        GM_Q_FMA(w, I)                                                                              \
     }
 #define GM_RQ(x) gm_round512((x), RDT)
+#define GM_Q_PREFETCH(P)                                                                            \
+    {                                                                                               \
+        /* the weights' rows are 16 streams: fetch each one a few lines ahead, and near the       \
+         * end of k the first lines of the next 16 columns' rows */                                 \
+        const int64_t ahead = (P) + GM_QPF < K ? (P) + GM_QPF : (P) + GM_QPF - K + 16 * cs;         \
+        for (int c = 0; c < nc; c++) {                                                              \
+            const int64_t e = e0 + ahead + c * cs; /* may be past B: an address, not a pointer */ \
+            _mm_prefetch((const char *)((uintptr_t)wb + (uintptr_t)(DT == PA_GEMM_S4 ? e >> 1 : e)), _MM_HINT_T1); \
+        }                                                                                           \
+    }
+/* the 16 x 64 block of bytes at k = P (k along each column), transposed in zmm registers
+ * (four 16 x 16 transposes at once) into DST: DST[64 i + 16 l + c] = w(P + 16 l + i, c) */
+#define GM_Q_TRANSPOSE(P, DST)                                                                      \
+    {                                                                                               \
+        __m512i x[16];                                                                              \
+        _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) x[c] = gm_bytes64(wb, e0 + (P) + c * cs, DT); \
+        gm_tr16_bytes512(x);                                                                        \
+        _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) _mm512_store_si512((DST) + 64 * i, x[i]); \
+    }
     int64_t p = 0;
     if (nc == 16) {
-        /* 64 k at a time: the 16 x 64 block as bytes, transposed in zmm registers
-         * (four 16 x 16 transposes at once), then 16 k at a time as below */
-        uint8_t xt[16 * 64] __attribute__((aligned(64)));
-        for (; p + 64 <= K; p += 64) {
-            if (p + GM_QPF < K) {
-                for (int c = 0; c < 16; c++) {
-                    const int64_t e = e0 + p + GM_QPF + c * cs;
-                    _mm_prefetch((const char *)(wb + (DT == PA_GEMM_S4 ? e >> 1 : e)), _MM_HINT_T0);
-                }
-            }
-            __m512i x[16];
-#pragma GCC unroll 16
-            for (int c = 0; c < 16; c++) x[c] = gm_bytes64(wb, e0 + p + c * cs, DT);
-            gm_tr16_bytes512(x);
-#pragma GCC unroll 16
-            for (int i = 0; i < 16; i++) _mm512_store_si512(xt + 64 * i, x[i]);
+        /* 64 k at a time from a transposed block, 16 k at a time as below; the next block is
+         * transposed half-way through this one, so that its loads overlap this one's arithmetic */
+        uint8_t xtb[2][16 * 64] __attribute__((aligned(64)));
+        if (p + 64 <= K) GM_Q_TRANSPOSE(p, xtb[0])
+        for (int blk = 0; p + 64 <= K; p += 64, blk ^= 1) {
+            const uint8_t *xt = xtb[blk];
+            GM_Q_PREFETCH(p)
+#pragma GCC unroll 4
             for (int l = 0; l < 4; l++) {
+                if (l == 2 && p + 128 <= K) GM_Q_TRANSPOSE(p + 64, xtb[blk ^ 1])
                 GM_Q_GROUP(p + 16 * l)
                 const float *ap = a + p + 16 * l;
                 if (arith) {
 #pragma GCC unroll 16
-                    for (int i = 0; i < 16; i++) GM_Q_STEP(_mm_load_si128((const __m128i *)(xt + 64 * i + 16 * l)), i, gm_round16a)
+                    for (int i = 0; i < 16; i++) {
+                        const __m128i xb = _mm_load_si128((const __m128i *)(xt + 64 * i + 16 * l));
+                        if (HAS_O) {
+                            GM_Q_STEP(xb, i, gm_round16a)
+                        } else {
+                            const __m512 w = gm_q16_step(xb, sv, nbig);
+                            GM_Q_FMA(w, i)
+                        }
+                    }
                 } else {
 #pragma GCC unroll 16
                     for (int i = 0; i < 16; i++) GM_Q_STEP(_mm_load_si128((const __m128i *)(xt + 64 * i + 16 * l)), i, GM_RQ)
@@ -688,13 +795,7 @@ GM_INLINE void gemv_q_body(const float *a, int64_t lda, const pa_gemm_mat *b, co
     for (; p < K; p += 16) {
         const int np = K - p < 16 ? (int)(K - p) : 16;
         GM_Q_GROUP(p)
-        if ((p & 63) == 0 && p + GM_QPF < K) {
-            /* the weights' rows are 16 streams: fetch each one a few lines ahead */
-            for (int c = 0; c < nc; c++) {
-                const int64_t e = e0 + p + GM_QPF + c * cs;
-                _mm_prefetch((const char *)(wb + (DT == PA_GEMM_S4 ? e >> 1 : e)), _MM_HINT_T0);
-            }
-        }
+        if ((p & 63) == 0) GM_Q_PREFETCH(p)
         const float *ap = a + p;
         if (np == 16 && nc == 16) {
             /* the 16 x 16 block as bytes (k along each column), transposed in xmm
@@ -708,42 +809,24 @@ GM_INLINE void gemv_q_body(const float *a, int64_t lda, const pa_gemm_mat *b, co
             continue;
         }
         __m512 r[16];
-        {
-            for (int c = 0; c < 16; c++) {
-                if (c >= nc) {
-                    r[c] = _mm512_setzero_ps();
-                    continue;
-                }
-                __m512 w = gm_load_w(b, e0 + p + c * cs, np);
-                if (HAS_O) w = gm_round512(_mm512_add_ps(w, _mm512_set1_ps(ot[c])), RDT);
-                r[c] = gm_round512(_mm512_mul_ps(w, _mm512_set1_ps(st[c])), RDT);
+        for (int c = 0; c < 16; c++) {
+            if (c >= nc) {
+                r[c] = _mm512_setzero_ps();
+                continue;
             }
+            __m512 w = gm_load_w(b, e0 + p + c * cs, np);
+            if (HAS_O) w = gm_round512(_mm512_add_ps(w, _mm512_set1_ps(orow[c])), RDT);
+            r[c] = gm_round512(_mm512_mul_ps(w, _mm512_set1_ps(srow[c])), RDT);
         }
         gm_tr16(r);
-        if (np == 16) {
-#pragma GCC unroll 16
-            for (int i = 0; i < 16; i++) {
-                acc0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i]), r[i], acc0);
-                if (R > 1) {
-                    acc1 = _mm512_fmadd_ps(_mm512_set1_ps(ap[lda + i]), r[i], acc1);
-                    acc2 = _mm512_fmadd_ps(_mm512_set1_ps(ap[2 * lda + i]), r[i], acc2);
-                    acc3 = _mm512_fmadd_ps(_mm512_set1_ps(ap[3 * lda + i]), r[i], acc3);
-                }
-            }
-        } else {
-            for (int i = 0; i < np; i++) {
-                acc0 = _mm512_fmadd_ps(_mm512_set1_ps(ap[i]), r[i], acc0);
-                if (R > 1) {
-                    acc1 = _mm512_fmadd_ps(_mm512_set1_ps(ap[lda + i]), r[i], acc1);
-                    acc2 = _mm512_fmadd_ps(_mm512_set1_ps(ap[2 * lda + i]), r[i], acc2);
-                    acc3 = _mm512_fmadd_ps(_mm512_set1_ps(ap[3 * lda + i]), r[i], acc3);
-                }
-            }
-        }
+        for (int i = 0; i < np; i++) GM_Q_FMA(r[i], i)
     }
 #undef GM_Q_GROUP
+#undef GM_Q_FMA
 #undef GM_Q_STEP
 #undef GM_RQ
+#undef GM_Q_PREFETCH
+#undef GM_Q_TRANSPOSE
     _mm512_storeu_ps(tile, acc0);
     if (R > 1) {
         _mm512_storeu_ps(tile + 16, acc1);
