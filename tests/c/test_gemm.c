@@ -302,9 +302,44 @@ done_acc:;
     return 0;
 }
 
+#if defined(PA_HAVE_X86_KERNELS)
+/* the AVX-512 tier's fp16 roundings in fp32 arithmetic against the conversion round trip,
+ * for every float of either sign in their domain: gm_round16a below 65504, gm_round16v on
+ * 0 and fp16's normal range */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+static void check_round16(void) {
+    const uint32_t top = 0x477FE000u; /* 65504 */
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 normal = _mm512_set1_ps(0x1p-14f);
+    long long bad_a = 0, bad_v = 0;
+    for (uint32_t u = 0; u < top; u += 16) {
+        for (int sign = 0; sign < 2; sign++) {
+            const __m512i bits = _mm512_or_si512(_mm512_add_epi32(_mm512_set1_epi32((int)u), lane),
+                                                 _mm512_set1_epi32(sign ? (int)0x80000000u : 0));
+            const __m512 x = _mm512_castsi512_ps(bits);
+            const __mmask16 in = _mm512_cmplt_epu32_mask(_mm512_add_epi32(_mm512_set1_epi32((int)u), lane),
+                                                         _mm512_set1_epi32((int)top));
+            const __m512 want = _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            /* values, not bits: a chain that starts at +0 cannot see the sign of a zero */
+            bad_a += __builtin_popcount(in & ~_mm512_cmp_ps_mask(gm_round16a(x), want, _CMP_EQ_OQ));
+            const __mmask16 dom = in & (_mm512_cmp_ps_mask(_mm512_abs_ps(x), normal, _CMP_GE_OQ) |
+                                        _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ));
+            bad_v += __builtin_popcount(dom & ~_mm512_cmp_ps_mask(gm_round16v(x), want, _CMP_EQ_OQ));
+        }
+    }
+    CHECK(bad_a == 0 && bad_v == 0, "fp16 rounding in fp32 arithmetic: %lld (x + M - M) and %lld (Veltkamp) floats "
+          "differ from the conversion round trip", bad_a, bad_v);
+}
+#pragma GCC pop_options
+#endif
+
 int main(int argc, char **argv) {
     const int cases = argc > 1 ? atoi(argv[1]) : 60;
     if (argc > 2) g_rng = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ull + 1;
+#if defined(PA_HAVE_X86_KERNELS)
+    if (pa_cpu_detected_isa() >= PA_ISA_AVX512) check_round16();
+#endif
     for (int c = 0; c < cases && g_fail < 10; c++) one_case(c);
     g_mode = 1;
     for (int c = 0; c < cases / 2 && g_fail < 10; c++) one_case(cases + c);
